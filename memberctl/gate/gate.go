@@ -1,0 +1,57 @@
+package gate
+
+import (
+	"context"
+	"time"
+)
+
+// Action is the kind of destructive action a Request asks for.
+type Action string
+
+const (
+	// TerminalPodDelete deletes a Pod left Succeeded or Failed so it can be
+	// recreated on the same PVC with the same member ID.
+	TerminalPodDelete Action = "TerminalPodDelete"
+	// CrashLoopReplace replaces a member whose etcd container keeps crashing.
+	CrashLoopReplace Action = "CrashLoopReplace"
+	// PodLossReplace replaces a memory-backed member whose Pod is gone.
+	PodLossReplace Action = "PodLossReplace"
+)
+
+// Request identifies one destructive action.
+type Request struct {
+	// Cluster is the workload cluster's name in the fleet; empty for a
+	// single-cluster operator.
+	Cluster string
+	// Namespace, EtcdCluster and Member name the etcd member.
+	Namespace   string
+	EtcdCluster string
+	Member      string
+	Action      Action
+	// QuorumLost is true when the member's etcd cluster has no quorum now;
+	// such clusters are served first when tokens are scarce.
+	QuorumLost bool
+}
+
+// Decision answers a Request.
+type Decision struct {
+	// Delay is zero when the caller may act now. Otherwise the caller must
+	// requeue after Delay and ask again; it must not block waiting.
+	Delay time.Duration
+	// Cancel returns an unused grant, for when the caller was allowed to act
+	// but did not (for example, its status write failed). Never nil.
+	Cancel func()
+}
+
+// Gate is asked before every destructive action.
+type Gate interface {
+	Reserve(ctx context.Context, r Request) Decision
+}
+
+// AllowAll is the default Gate: everything may proceed at once.
+type AllowAll struct{}
+
+// Reserve implements Gate.
+func (AllowAll) Reserve(context.Context, Request) Decision {
+	return Decision{Cancel: func() {}}
+}
