@@ -1,0 +1,312 @@
+package limiter
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
+)
+
+var _ gate.Gate = (*Limiter)(nil)
+
+// Limiter is a fleet-wide gate.Gate: a token bucket that paces destructive
+// actions and hands scarce tokens out round-robin across workload clusters.
+// It never refuses for good: every request that keeps asking is granted.
+type Limiter struct {
+	opts    Options
+	metrics *metrics
+	wake    chan struct{} // nudges Start's loop when its timer may be too long
+
+	mu     sync.Mutex
+	bucket *rate.Limiter
+	// refund holds tokens given back by Cancel, expiry and ForgetCluster.
+	// rate.Reservation.CancelAt restores nothing once the reservation's time
+	// has passed, and every grant here is made for "now", so returned tokens
+	// are kept beside the bucket, clamped so both together never exceed Burst.
+	refund    float64
+	last      time.Time // latest time seen; keeps the bucket's clock monotonic
+	lastSweep time.Time
+	queue     fairQueue
+	entries   map[key]*entry // queued and granted-unclaimed requests
+	unclaimed int
+
+	grantedTotal   uint64
+	returnedTotal  uint64
+	throttledTotal uint64
+	throttledBy    map[string]uint64
+}
+
+// New returns a Limiter with opts, zero fields defaulted.
+func New(opts Options) *Limiter {
+	opts = opts.withDefaults()
+	return &Limiter{
+		opts:        opts,
+		metrics:     newMetrics(),
+		wake:        make(chan struct{}, 1),
+		bucket:      rate.NewLimiter(opts.Rate, opts.Burst),
+		queue:       newFairQueue(),
+		entries:     map[key]*entry{},
+		throttledBy: map[string]uint64{},
+	}
+}
+
+// Reserve implements gate.Gate. The first ask queues r; tokens are then
+// granted in fairness order, on this or any later call or by Start's loop.
+// A granted r gets Delay 0 and a Cancel that returns the token; otherwise
+// Delay estimates when r's turn comes. Reserve never blocks, so ctx is unused.
+func (l *Limiter) Reserve(_ context.Context, r gate.Request) gate.Decision {
+	k := keyOf(r)
+	l.mu.Lock()
+	now := l.nowLocked()
+	l.sweepLocked(now)
+	e, known := l.entries[k]
+	if !known {
+		e = &entry{req: r, class: classOf(r), firstAsk: now}
+		l.entries[k] = e
+		l.queue.push(e)
+	}
+	e.lastAsk = now
+	if !e.granted {
+		l.reclassLocked(e, r)
+	}
+	woken := l.grantLocked(now, k)
+	if e.granted {
+		delete(l.entries, k)
+		l.unclaimed--
+		l.mu.Unlock()
+		l.notify(woken)
+		return gate.Decision{Cancel: l.canceller()}
+	}
+	delay := l.delayLocked(e, now)
+	if !e.throttled {
+		e.throttled = true
+		l.throttledTotal++
+		l.throttledBy[r.Cluster]++
+	}
+	l.mu.Unlock()
+	l.notify(woken)
+	if !known {
+		l.nudge() // Start's loop may be asleep for longer than r needs to wait
+	}
+	return gate.Decision{Delay: delay, Cancel: func() {}}
+}
+
+// reclassLocked moves a queued e when its etcd cluster lost or regained
+// quorum since the last ask; the latest state decides its place.
+func (l *Limiter) reclassLocked(e *entry, r gate.Request) {
+	e.req = r
+	if c := classOf(r); c != e.class {
+		l.queue.remove(e)
+		e.class = c
+		l.queue.push(e)
+	}
+}
+
+// canceller returns a grant's Cancel: it gives the token back at most once,
+// however often it is called.
+func (l *Limiter) canceller() func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			now := l.nowLocked()
+			l.refundLocked(now)
+			woken := l.grantLocked(now, key{})
+			l.mu.Unlock()
+			l.notify(woken)
+		})
+	}
+}
+
+// ForgetCluster drops everything queued or granted for a disengaged cluster;
+// its unclaimed grants' tokens go back to the other clusters.
+func (l *Limiter) ForgetCluster(cluster string) {
+	l.mu.Lock()
+	now := l.nowLocked()
+	for k, e := range l.entries {
+		if k.cluster == cluster {
+			l.dropLocked(k, e, now)
+		}
+	}
+	delete(l.throttledBy, cluster)
+	l.queue.forget(cluster)
+	woken := l.grantLocked(now, key{})
+	l.mu.Unlock()
+	l.metrics.forgetCluster(cluster)
+	l.notify(woken)
+}
+
+// Start grants tokens as they accrue and fires OnGrant, so waiting members
+// are woken without any Reserve call arriving. It implements
+// controller-runtime's manager.Runnable and returns nil when ctx is done.
+func (l *Limiter) Start(ctx context.Context) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-l.wake:
+		}
+		timer.Reset(l.step())
+	}
+}
+
+// step does one round of Start's loop: expire, grant, notify. It returns how
+// long the loop may sleep: until the next token if anyone waits, otherwise
+// until the next sweep.
+func (l *Limiter) step() time.Duration {
+	l.mu.Lock()
+	now := l.nowLocked()
+	l.sweepLocked(now)
+	woken := l.grantLocked(now, key{})
+	wait := sweepInterval
+	if l.queue.len() > 0 {
+		// The millisecond absorbs float rounding, so the loop does not wake
+		// a hair before the token is whole and spin.
+		wait = min(wait, l.untilTokens(1-l.tokensLocked(now))+time.Millisecond)
+	}
+	l.mu.Unlock()
+	l.notify(woken)
+	return wait
+}
+
+func (l *Limiter) nudge() {
+	select {
+	case l.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// notify calls OnGrant for each request; never with l.mu held, since the
+// callback may call back into the limiter or take its own locks.
+func (l *Limiter) notify(reqs []gate.Request) {
+	if l.opts.OnGrant == nil {
+		return
+	}
+	for _, r := range reqs {
+		l.opts.OnGrant(r)
+	}
+}
+
+// nowLocked returns the current time, never earlier than a time already
+// used: rate.Limiter moves its clock back when given an earlier time and
+// then credits the same interval twice.
+func (l *Limiter) nowLocked() time.Time {
+	now := l.opts.Now()
+	if now.Before(l.last) {
+		return l.last
+	}
+	l.last = now
+	return now
+}
+
+// grantLocked hands out every available token to queued requests in fairness
+// order. It returns the requests to pass to OnGrant: all newly granted ones
+// except self, whose caller is told directly.
+func (l *Limiter) grantLocked(now time.Time, self key) []gate.Request {
+	var woken []gate.Request
+	for l.queue.len() > 0 && l.takeLocked(now) {
+		e := l.queue.pop()
+		e.granted, e.grantedAt = true, now
+		l.unclaimed++
+		l.grantedTotal++
+		l.metrics.grant(e.req, now.Sub(e.firstAsk))
+		if k := keyOf(e.req); k != self {
+			woken = append(woken, e.req)
+		}
+	}
+	return woken
+}
+
+// takeLocked takes one token, refunded ones first since those are the ones
+// clamped away as the bucket refills. When only a fraction of a token is in
+// each, the bucket goes into debt by the rest: a reservation of one token
+// cannot be split, and the refund left beside it pays the debt, so the sum
+// stays exact.
+func (l *Limiter) takeLocked(now time.Time) bool {
+	if l.opts.Rate == rate.Inf {
+		return true // no pacing; the bucket's arithmetic would yield NaN
+	}
+	l.clampLocked(now)
+	if l.refund >= 1 {
+		l.refund--
+		return true
+	}
+	if l.bucket.TokensAt(now)+l.refund < 1 {
+		return false
+	}
+	l.bucket.ReserveN(now, 1)
+	return true
+}
+
+func (l *Limiter) refundLocked(now time.Time) {
+	l.returnedTotal++
+	if l.opts.Rate != rate.Inf {
+		l.refund++
+		l.clampLocked(now)
+	}
+}
+
+// clampLocked keeps bucket plus refunds at most Burst, as a single bucket
+// would: a token returned to a full bucket is lost.
+func (l *Limiter) clampLocked(now time.Time) {
+	room := float64(l.opts.Burst) - l.bucket.TokensAt(now)
+	l.refund = max(0, min(l.refund, room))
+}
+
+// tokensLocked returns the tokens available now.
+func (l *Limiter) tokensLocked(now time.Time) float64 {
+	if l.opts.Rate == rate.Inf {
+		return float64(l.opts.Burst)
+	}
+	l.clampLocked(now)
+	return l.bucket.TokensAt(now) + l.refund
+}
+
+// untilTokens converts a number of tokens into the time they take to accrue.
+func (l *Limiter) untilTokens(n float64) time.Duration {
+	if n <= 0 || l.opts.Rate == rate.Inf {
+		return 0
+	}
+	return time.Duration(math.Ceil(n / float64(l.opts.Rate) * float64(time.Second)))
+}
+
+// delayLocked estimates when queued e is granted: the requests ahead of it
+// plus its own need tokens beyond those available now. The estimate ignores
+// later arrivals, so it is capped to make the caller re-ask and learn again.
+func (l *Limiter) delayLocked(e *entry, now time.Time) time.Duration {
+	need := float64(l.queue.ahead(e)+1) - l.tokensLocked(now)
+	return min(max(l.untilTokens(need), l.opts.MinDelay), l.opts.MaxDelay)
+}
+
+// sweepLocked returns tokens of grants nobody claimed and drops queued
+// requests nobody asks for any more. It runs at most once per sweepInterval.
+func (l *Limiter) sweepLocked(now time.Time) {
+	if now.Sub(l.lastSweep) < sweepInterval {
+		return
+	}
+	l.lastSweep = now
+	for k, e := range l.entries {
+		if (e.granted && now.Sub(e.grantedAt) > l.opts.GrantTTL) ||
+			(!e.granted && now.Sub(e.lastAsk) > l.opts.QueueTTL) {
+			l.dropLocked(k, e, now)
+		}
+	}
+}
+
+// dropLocked forgets e, returning its token if it held one.
+func (l *Limiter) dropLocked(k key, e *entry, now time.Time) {
+	delete(l.entries, k)
+	if e.granted {
+		l.unclaimed--
+		l.refundLocked(now)
+		return
+	}
+	l.queue.remove(e)
+}
