@@ -1,0 +1,38 @@
+// Package kubelet is the sandbox's simulated kubelet: it registers Nodes,
+// binds unscheduled Pods (there is no scheduler), and runs every container
+// whose image is an etcd image as a real etcd process on its own loopback
+// IP, reporting Pod status the way the kubelet does.
+//
+// # Setup
+//
+// One Kubelet serves every Node of one sandbox cluster. It is given the
+// cluster's clientset, the etcd binary built by test/tools/assets.sh, a
+// sandboxdns.Hosts file for Kubernetes DNS names, and a shared IPAllocator.
+// Start registers the Nodes and begins watching Pods and PVCs.
+//
+// # Usage
+//
+// Tests create Pods as an operator would and observe real etcd behind them.
+// Faults are a Go API: RebootNode/RebootAll (graceful node shutdown, leaving
+// Pods terminal exactly as the kubelet does and never restarting them),
+// FailAdmission, Crash, and SetNodeReady.
+//
+// # Implementation details
+//
+//   - One podWorker goroutine per running Pod owns that Pod's processes,
+//     volumes, IP and status writes: no other goroutine touches them.
+//   - Volumes: a PVC is a host directory that lives as long as the claim
+//     (deleted when the claim is); an emptyDir (any medium) is removed when
+//     the Pod stops; Secrets and ConfigMaps are written as files.
+//   - Arguments of etcd containers are rewritten: listen URLs bind the Pod
+//     IP (every member uses the same ports), and container paths under a
+//     volume mount point at the host directory backing it.
+//   - Probes run at the Pod's own period, capped by Options.MaxProbePeriod
+//     so tests do not wait real-world seconds.
+//
+// # Trade-offs
+//
+// Non-etcd containers are reported Running without any process. There is
+// no cgroup, resource accounting, image pull or network isolation: every
+// Pod shares the host network namespace on its own loopback address.
+package kubelet

@@ -1,0 +1,141 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// InstanceLabel is the label whose Pods are spread across Nodes.
+const InstanceLabel = "app.kubernetes.io/instance"
+
+func labelsEverything() labels.Selector { return labels.Everything() }
+
+// registerNode creates the Node and reports it Ready with capacity, an
+// InternalIP and the kubelet port the apiserver dials for port-forward.
+func (k *Kubelet) registerNode(ctx context.Context, name string) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		corev1.LabelHostname: name, "sandbox.etcdfleet.io/cluster": k.opts.Cluster,
+	}}}
+	_, err := k.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return k.writeNodeStatus(ctx, name, true)
+}
+
+func (k *Kubelet) writeNodeStatus(ctx context.Context, name string, ready bool) error {
+	return retryOnError(ctx, func(ctx context.Context) error {
+		node, err := k.opts.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("8"),
+			corev1.ResourceMemory: resource.MustParse("32Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+		status, reason, msg := corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"
+		if !ready {
+			status, reason, msg = corev1.ConditionFalse, "KubeletNotReady", "node is shutting down"
+		}
+		now := metav1.Now()
+		node.Status = corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Phase:       corev1.NodeRunning,
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg,
+				LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.opts.DaemonPort}},
+			NodeInfo:        corev1.NodeSystemInfo{KubeletVersion: "v1.36.3-sandbox", OperatingSystem: "linux", Architecture: "amd64"},
+		}
+		_, err = k.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// SetNodeReady marks a Node up or down. A Node coming up resyncs every Pod
+// so Pods left Pending on it start.
+func (k *Kubelet) SetNodeReady(ctx context.Context, name string, ready bool) error {
+	k.mu.Lock()
+	n := k.nodes[name]
+	if n == nil {
+		k.mu.Unlock()
+		return fmt.Errorf("unknown node %q", name)
+	}
+	n.up = ready
+	k.mu.Unlock()
+	if err := k.writeNodeStatus(ctx, name, ready); err != nil {
+		return err
+	}
+	if ready {
+		k.enqueueAll()
+	}
+	return nil
+}
+
+// schedule binds an unscheduled Pod to the Ready Node with the fewest Pods
+// of the same instance, then the fewest Pods overall. With no Ready Node
+// the Pod stays Pending, as with the real scheduler's not-ready taint.
+func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
+	all, err := k.pods.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	instance := pod.Labels[InstanceLabel]
+	type score struct {
+		name           string
+		same, overall int
+	}
+	var candidates []score
+	for _, n := range k.NodeNames() {
+		if k.nodeUp(n) {
+			candidates = append(candidates, score{name: n})
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	for _, p := range all {
+		if p.Spec.NodeName == "" || isTerminal(p) || p.UID == pod.UID {
+			continue
+		}
+		for i := range candidates {
+			if candidates[i].name != p.Spec.NodeName {
+				continue
+			}
+			candidates[i].overall++
+			if instance != "" && p.Namespace == pod.Namespace && p.Labels[InstanceLabel] == instance {
+				candidates[i].same++
+			}
+		}
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.same != b.same {
+			return a.same < b.same
+		}
+		return a.overall < b.overall
+	})
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: candidates[0].name},
+	}
+	err = k.opts.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,162 @@
+package kubelet
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ownedConditions are the Pod conditions this kubelet writes; others (set by
+// controllers) are preserved on every write.
+var ownedConditions = map[corev1.PodConditionType]bool{
+	corev1.PodScheduled: true, corev1.PodInitialized: true, corev1.ContainersReady: true,
+	corev1.PodReady: true, corev1.DisruptionTarget: true,
+}
+
+// buildStatus reports the running Pod as the kubelet does.
+func (w *podWorker) buildStatus() corev1.PodStatus {
+	w.mu.Lock()
+	ip, started := w.ip, w.started
+	w.mu.Unlock()
+	st := corev1.PodStatus{Phase: corev1.PodPending, HostIP: "127.0.0.1", QOSClass: corev1.PodQOSBestEffort}
+	if ip != "" {
+		st.PodIP = ip
+		st.PodIPs = []corev1.PodIP{{IP: ip}}
+		st.HostIPs = []corev1.HostIP{{IP: "127.0.0.1"}}
+		t := metav1.NewTime(started)
+		st.StartTime = &t
+	}
+	allReady, anyStarted := true, false
+	for _, c := range w.snapshotContainers() {
+		cs := c.status()
+		if cs.State.Running != nil {
+			anyStarted = true
+		}
+		allReady = allReady && cs.Ready
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	if len(st.ContainerStatuses) == 0 {
+		allReady = false
+	}
+	if anyStarted || len(st.ContainerStatuses) > 0 && ip != "" {
+		st.Phase = corev1.PodRunning
+	}
+	st.Conditions = []corev1.PodCondition{
+		cond(corev1.PodScheduled, true, ""), cond(corev1.PodInitialized, true, ""),
+		cond(corev1.ContainersReady, allReady, "ContainersNotReady"), cond(corev1.PodReady, allReady, "ContainersNotReady"),
+	}
+	return st
+}
+
+func cond(t corev1.PodConditionType, ok bool, falseReason string) corev1.PodCondition {
+	if ok {
+		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue}
+	}
+	return corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: falseReason}
+}
+
+func (c *container) status() corev1.ContainerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := corev1.ContainerStatus{
+		Name: c.spec.Name, Image: c.spec.Image, ImageID: "sandbox://" + c.spec.Image,
+		Ready: c.ready, RestartCount: c.restarts, ContainerID: c.containerID(),
+	}
+	started := c.waiting == nil && !c.done
+	cs.Started = &started
+	switch {
+	case c.done && c.lastTerm != nil:
+		cs.State.Terminated = c.lastTerm.DeepCopy()
+	case c.waiting != nil:
+		cs.State.Waiting = c.waiting.DeepCopy()
+		if c.lastTerm != nil {
+			cs.LastTerminationState.Terminated = c.lastTerm.DeepCopy()
+		}
+	default:
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: c.startedAt}
+		if c.lastTerm != nil {
+			cs.LastTerminationState.Terminated = c.lastTerm.DeepCopy()
+		}
+	}
+	return cs
+}
+
+// flushStatus writes the status when it changed since the last write.
+func (w *podWorker) flushStatus(ctx context.Context) {
+	st := w.buildStatus()
+	if w.last != nil && equality.Semantic.DeepEqual(*w.last, st) {
+		return
+	}
+	if w.writeStatus(ctx, st) {
+		w.last = &st
+	}
+}
+
+// writeTerminal writes a final status: phase, reason and message, and for a
+// node shutdown the DisruptionTarget condition the kubelet adds.
+func (w *podWorker) writeTerminal(ctx context.Context, phase corev1.PodPhase, reason, msg string, shutdown bool) {
+	st := w.buildStatus()
+	st.Phase, st.Reason, st.Message = phase, reason, msg
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		cs.Ready, cs.Started = false, new(bool)
+		if cs.State.Terminated == nil {
+			term := cs.LastTerminationState.Terminated
+			if term == nil {
+				term = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
+					Message: "The container could not be located when the pod was terminated"}
+			}
+			cs.State = corev1.ContainerState{Terminated: term}
+		}
+	}
+	for i := range st.Conditions {
+		if t := st.Conditions[i].Type; t == corev1.PodReady || t == corev1.ContainersReady {
+			st.Conditions[i].Status, st.Conditions[i].Reason = corev1.ConditionFalse, "PodCompleted"
+		}
+	}
+	if shutdown {
+		st.Conditions = append(st.Conditions, corev1.PodCondition{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet", Message: msg,
+		})
+	}
+	w.k.markFinished(w.uid)
+	w.writeStatus(ctx, st)
+}
+
+// writeStatus stamps transition times, keeps foreign conditions and writes
+// through the status subresource, retrying conflicts. False if the write
+// failed for good (the Pod is gone, say).
+func (w *podWorker) writeStatus(ctx context.Context, st corev1.PodStatus) bool {
+	pods := w.k.opts.Client.CoreV1().Pods(w.pod.Namespace)
+	err := retryOnError(ctx, func(ctx context.Context) error {
+		cur, err := pods.Get(ctx, w.pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.UID != w.uid {
+			return nil // a newer Pod took the name
+		}
+		next := st.DeepCopy()
+		now := metav1.Now()
+		for i := range next.Conditions {
+			c := &next.Conditions[i]
+			c.LastTransitionTime = now
+			for _, old := range cur.Status.Conditions {
+				if old.Type == c.Type && old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+				}
+			}
+		}
+		for _, old := range cur.Status.Conditions {
+			if !ownedConditions[old.Type] {
+				next.Conditions = append(next.Conditions, old)
+			}
+		}
+		cur.Status = *next
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	return err == nil
+}
