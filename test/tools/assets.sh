@@ -35,6 +35,7 @@ flock 9   # concurrent `make` runs share one build
 build_kube() {
   local cmds=(kube-apiserver kube-controller-manager kubectl) tmp start=$SECONDS
   tmp="$(mktemp -d "$CACHE/.kube.XXXXXX")"
+  trap 'rm -rf "$tmp"' RETURN
   echo ">> building ${cmds[*]} $K8S_VERSION from the module proxy (cold: ~6 min on 2 cores)" >&2
   ( cd "$tmp"
     staging="v0.${K8S_VERSION#v1.}"
@@ -62,15 +63,18 @@ build_kube() {
 build_etcd() {
   local tmp start=$SECONDS
   tmp="$(mktemp -d "$CACHE/.etcd.XXXXXX")"
+  trap 'rm -rf "$tmp"' RETURN
   echo ">> building etcd $ETCD_VERSION with the sandbox resolver (cold: ~1.5 min)" >&2
   ( cd "$tmp"
     go mod init etcd-build.local >/dev/null 2>&1
     mkdir sandboxdns
     cp "$ROOT"/test/sandbox/sandboxdns/*.go sandboxdns/; rm -f sandboxdns/*_test.go
     cp "$ROOT/test/tools/_etcdwrapper/main.go" main.go
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@$ETCD_VERSION"
-    go mod tidy
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    go mod tidy   # adds x/net (the resolver's dnsmessage) at etcd's own version
     go build -trimpath -ldflags "-s -w" -o "$tmp/out/etcd" .
+    # etcdctl after tidy: tidy drops requirements no package here imports.
+    go get "go.etcd.io/etcd/etcdctl/v3@$ETCD_VERSION"
     go build -trimpath -ldflags "-s -w" -o "$tmp/out/etcdctl" go.etcd.io/etcd/etcdctl/v3 ) >&2
   mkdir -p "$ETCD_DIR"; mv -f "$tmp"/out/* "$ETCD_DIR/"; rm -rf "$tmp"
   echo ">> etcd built in $((SECONDS - start))s" >&2
