@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -79,7 +80,11 @@ func startCluster(ctx context.Context, name string, opts Options, ips *kubelet.I
 	if c.kcm, err = startControllerManager(opts.AssetsDir, c.Dir, direct, c.env.ControlPlane.APIServer.CertDir); err != nil {
 		return nil, err
 	}
-	if c.proxy, err = newAPIProxy(direct.Host[len("https://"):]); err != nil {
+	u, err := url.Parse(direct.Host)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("apiserver address %q: %v", direct.Host, err)
+	}
+	if c.proxy, err = newAPIProxy(u.Host); err != nil {
 		return nil, err
 	}
 	c.Config = rest.CopyConfig(direct)

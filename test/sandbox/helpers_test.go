@@ -70,7 +70,7 @@ func (ec etcdCluster) pod(m, state string) *corev1.Pod {
 					"--initial-cluster=" + ec.initialCluster(), "--initial-cluster-state=" + state,
 					"--initial-cluster-token=" + ec.ns + "-" + ec.name,
 				},
-				Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}, {Name: "metrics", ContainerPort: 2381}},
+				Ports:        []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}, {Name: "metrics", ContainerPort: 2381}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
 				LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(2380)}},
 					InitialDelaySeconds: 15, PeriodSeconds: 10, FailureThreshold: 3},

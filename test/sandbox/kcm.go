@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -15,7 +16,7 @@ import (
 // on: ownerReference cascades, namespace cleanup, default service accounts,
 // and PVC protection (the apiserver's admission adds the pvc-protection
 // finalizer; without its controller a deleted claim never goes).
-const kcmControllers = "garbagecollector,namespace,serviceaccount,persistentvolumeclaim-protection"
+const kcmControllers = "garbage-collector-controller,namespace-controller,serviceaccount-controller,persistentvolumeclaim-protection-controller"
 
 func startControllerManager(assets, dir string, admin *rest.Config, certDir string) (*proc.Process, error) {
 	kc, err := kubeconfigFor(admin, "sandbox", "kcm")
@@ -45,5 +46,19 @@ func startControllerManager(assets, dir string, admin *rest.Config, certDir stri
 	if err != nil {
 		return nil, fmt.Errorf("start kube-controller-manager: %w", err)
 	}
+	// Bad flags make it exit at once; say so instead of running without a GC.
+	select {
+	case <-p.Done():
+		out, _ := os.ReadFile(log.Name())
+		return nil, fmt.Errorf("kube-controller-manager exited at start: %v\n%s", p.Err(), tail(out, 2000))
+	case <-time.After(500 * time.Millisecond):
+	}
 	return p, nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
 }

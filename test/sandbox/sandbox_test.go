@@ -107,7 +107,7 @@ var _ = Describe("a hand-written 3-member etcd cluster", Ordered, func() {
 				}
 			}
 			return true
-		}).WithTimeout(30 * time.Second).Should(BeTrue(), "terminal Pods are removed by the kubelet at once")
+		}).WithTimeout(30*time.Second).Should(BeTrue(), "terminal Pods are removed by the kubelet at once")
 		ec.create(ctx, s1, "existing")
 		ec.waitReady(ctx, s1)
 		fwd, closeFwd := ec.forwardedClient(s1)

@@ -81,8 +81,8 @@ type Kubelet struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	factory informers.SharedInformerFactory
 
-	mu      sync.Mutex
-	nodes   map[string]*nodeState
+	mu       sync.Mutex
+	nodes    map[string]*nodeState
 	workers  map[string]*podWorker // by ns/name
 	finished map[types.UID]bool    // Pods that reached a terminal phase here
 	stopped  bool

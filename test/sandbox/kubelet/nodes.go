@@ -56,7 +56,6 @@ func (k *Kubelet) writeNodeStatus(ctx context.Context, name string, ready bool) 
 			}},
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
-				{Type: corev1.NodeHostName, Address: name},
 			},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.opts.DaemonPort}},
 			NodeInfo:        corev1.NodeSystemInfo{KubeletVersion: "v1.36.3-sandbox", OperatingSystem: "linux", Architecture: "amd64"},
@@ -96,7 +95,7 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 	}
 	instance := pod.Labels[InstanceLabel]
 	type score struct {
-		name           string
+		name          string
 		same, overall int
 	}
 	var candidates []score

@@ -119,7 +119,7 @@ func (w *podWorker) check(p *corev1.Probe, spec *corev1.Container) bool {
 			scheme = "https"
 		}
 		client := &http.Client{Timeout: timeout, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the kubelet does not verify probe certs either
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the kubelet does not verify probe certs either
 			DisableKeepAlives: true,
 		}}
 		resp, err := client.Get(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), p.HTTPGet.Path))
