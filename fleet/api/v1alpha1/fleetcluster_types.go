@@ -1,0 +1,125 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FleetClusterSpec is empty: every input (kubeconfig and options) comes from
+// the registration Secret of the same namespace and name.
+type FleetClusterSpec struct{}
+
+// EtcdClusterState is the health of one EtcdCluster in a workload cluster.
+type EtcdClusterState struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// available mirrors the EtcdCluster's Available condition.
+	// +optional
+	Available bool `json:"available,omitempty"`
+	// quorum is true when a majority of voters is ready.
+	// +optional
+	Quorum bool `json:"quorum,omitempty"`
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+	// desiredMembers is the EtcdCluster's spec.replicas.
+	// +optional
+	DesiredMembers int32 `json:"desiredMembers,omitempty"`
+	// reason of the Available condition.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// FleetClusterStatus reports on one workload cluster.
+type FleetClusterStatus struct {
+	// conditions: Connected, Ready, Degraded, Paused.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// serverVersion is the workload apiserver's git version.
+	// +optional
+	ServerVersion string `json:"serverVersion,omitempty"`
+	// lastProbeTime is when the workload apiserver was last probed.
+	// +optional
+	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+	// message explains the most important problem, if any.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// etcdClusters counts the EtcdClusters in the workload cluster.
+	// +optional
+	EtcdClusters int32 `json:"etcdClusters"`
+	// quorateEtcdClusters counts those with quorum.
+	// +optional
+	QuorateEtcdClusters int32 `json:"quorateEtcdClusters"`
+	// membersReady sums readyMembers over the EtcdClusters.
+	// +optional
+	MembersReady int32 `json:"membersReady"`
+	// membersDesired sums spec.replicas over the EtcdClusters.
+	// +optional
+	MembersDesired int32 `json:"membersDesired"`
+	// membersSummary is "<membersReady>/<membersDesired>", for kubectl.
+	// +optional
+	MembersSummary string `json:"membersSummary,omitempty"`
+
+	// replacementsTotal sums status.replacement.total over the EtcdMembers.
+	// +optional
+	ReplacementsTotal int64 `json:"replacementsTotal"`
+	// lastReplacementTime is the newest status.replacement.lastTime.
+	// +optional
+	LastReplacementTime *metav1.Time `json:"lastReplacementTime,omitempty"`
+	// replacementsWaiting counts replacements of this cluster waiting on the
+	// fleet limiter now.
+	// +optional
+	ReplacementsWaiting int32 `json:"replacementsWaiting"`
+	// replacementsThrottled counts every time a replacement of this cluster
+	// had to wait for the limiter.
+	// +optional
+	ReplacementsThrottled int64 `json:"replacementsThrottled"`
+
+	// etcdClusterStates lists the EtcdClusters, unhealthy ones first.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	EtcdClusterStates []EtcdClusterState `json:"etcdClusterStates,omitempty"`
+}
+
+// FleetCluster reports the health of one registered workload cluster. It
+// has the namespace and name of its registration Secret.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=fc,categories=etcdfleet
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=`.status.conditions[?(@.type=="Paused")].status`
+// +kubebuilder:printcolumn:name="EtcdClusters",type=integer,JSONPath=`.status.etcdClusters`
+// +kubebuilder:printcolumn:name="Quorate",type=integer,JSONPath=`.status.quorateEtcdClusters`
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.membersSummary`
+// +kubebuilder:printcolumn:name="Replaced",type=integer,JSONPath=`.status.replacementsTotal`
+// +kubebuilder:printcolumn:name="Throttled",type=integer,JSONPath=`.status.replacementsThrottled`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FleetCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec FleetClusterSpec `json:"spec,omitempty"`
+	// +optional
+	Status FleetClusterStatus `json:"status,omitempty"`
+}
+
+// FleetClusterList is a list of FleetCluster.
+//
+// +kubebuilder:object:root=true
+type FleetClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FleetCluster `json:"items"`
+}

@@ -1,0 +1,160 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Label keys and values put on every object the operator creates for a
+// cluster (Services, PDB) or a member (PVC, Pod).
+const (
+	// LabelName is app.kubernetes.io/name; its value is always LabelNameValue.
+	LabelName = "app.kubernetes.io/name"
+	// LabelNameValue is the value of LabelName.
+	LabelNameValue = "etcd"
+	// LabelInstance is app.kubernetes.io/instance=<EtcdCluster name>.
+	LabelInstance = "app.kubernetes.io/instance"
+	// LabelManagedBy is app.kubernetes.io/managed-by; its value is always ManagedByValue.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "etcdfleet"
+	// LabelComponent is app.kubernetes.io/component=<EtcdMember name>, on member objects only.
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelCluster is etcd.etcdfleet.io/cluster=<EtcdCluster name>.
+	LabelCluster = GroupName + "/cluster"
+	// LabelRole is etcd.etcdfleet.io/role; it is set to RoleVoter on the Pods
+	// of voting members (the PDB selects on it) and absent otherwise.
+	LabelRole = GroupName + "/role"
+	// RoleVoter is the value of LabelRole on voter Pods.
+	RoleVoter = "voter"
+
+	// ManagedBySelector is a label selector matching every object the
+	// operator creates. Caches for Pods, PVCs, Services and PDBs can be
+	// narrowed with it (labels.Parse(ManagedBySelector) or
+	// ManagedByLabelSelector()).
+	ManagedBySelector = LabelManagedBy + "=" + ManagedByValue
+)
+
+// FinalizerMemberCleanup is put on every EtcdMember. The member controller
+// removes the member from etcd (MemberRemove) before releasing it.
+const FinalizerMemberCleanup = GroupName + "/member-cleanup"
+
+// AnnotationReplaceNow, set on an EtcdMember, asks the member controller to
+// replace the member's Pod once, bypassing backoff (but not the shared
+// replacement gate). Any new value triggers one more replacement; the value
+// last acted on is recorded in status.replacement.replaceNowHandled.
+const AnnotationReplaceNow = GroupName + "/replace-now"
+
+// Defaults applied by the API server (kept in sync with the +kubebuilder:default markers).
+const (
+	DefaultReplicas                int32 = 3
+	DefaultStorageSize                   = "1Gi"
+	DefaultProgressDeadlineSeconds int32 = 600
+)
+
+// EtcdCluster condition types.
+const (
+	// ConditionAvailable is True while the cluster serves requests with quorum.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the cluster is moving towards its spec.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True while some member is unhealthy or quorum is lost.
+	ConditionDegraded = "Degraded"
+)
+
+// EtcdMember condition types.
+const (
+	// ConditionReady is True when the member's Pod is ready and its etcd member ID is known.
+	ConditionReady = "Ready"
+	// ConditionReplacementsExhausted is True while the replacement cap for the
+	// current window is reached and the member controller no longer replaces the Pod.
+	ConditionReplacementsExhausted = "ReplacementsExhausted"
+	// ConditionVersionDrifted is True when the running etcd version differs
+	// from spec.version. Informational only.
+	ConditionVersionDrifted = "VersionDrifted"
+)
+
+// EtcdCluster condition reasons.
+const (
+	// ReasonQuorumHealthy (Available=True, Degraded=False): every voter is ready.
+	ReasonQuorumHealthy = "QuorumHealthy"
+	// ReasonQuorumAvailable (Available=True): quorum holds but some voter is not ready.
+	ReasonQuorumAvailable = "QuorumAvailable"
+	// ReasonClusterDiscovered (Available=True): the cluster ID was just latched.
+	ReasonClusterDiscovered = "ClusterDiscovered"
+	// ReasonQuorumLost (Available=False, Degraded=True): a majority of voters is not ready.
+	ReasonQuorumLost = "QuorumLost"
+	// ReasonClusterUnreachable (Available=False): etcd could not be dialled.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonBootstrapFailed (Available=False, Progressing=False): terminal.
+	ReasonBootstrapFailed = "BootstrapFailed"
+	// ReasonDeadlineExceeded (Available=False, Progressing=False): the
+	// progress deadline passed; terminal until status.progressDeadline is patched.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonPaused: replicas is 0 (cluster) or the member is dormant (member).
+	ReasonPaused = "Paused"
+	// ReasonInitialSnapshot (Progressing=True): status.observed was latched for the first time.
+	ReasonInitialSnapshot = "InitialSnapshot"
+	// ReasonSpecChanged (Progressing=True): the spec changed since it was latched.
+	ReasonSpecChanged = "SpecChanged"
+	// ReasonWaitingForSeed (Progressing=True): the bootstrap member is not ready yet.
+	ReasonWaitingForSeed = "WaitingForSeed"
+	// ReasonRetryAfterDeadline (Progressing=True): a user reset the progress deadline.
+	ReasonRetryAfterDeadline = "RetryAfterDeadline"
+	// ReasonReconciled (Progressing=False): the cluster matches its latched spec.
+	ReasonReconciled = "Reconciled"
+	// ReasonMembersUnhealthy (Degraded=True): some member is not ready.
+	ReasonMembersUnhealthy = "MembersUnhealthy"
+)
+
+// EtcdMember condition reasons.
+const (
+	// ReasonPodReady (Ready=True).
+	ReasonPodReady = "PodReady"
+	// ReasonPodNotReady (Ready=False); the message carries the Pod phase.
+	ReasonPodNotReady = "PodNotReady"
+	// ReasonDiscoveringMemberID (Ready=False): the Pod runs but the etcd member ID is not known yet.
+	ReasonDiscoveringMemberID = "DiscoveringMemberID"
+	// ReasonPodReplacing (Ready=False): the Pod is being deleted so that a new one replaces it.
+	ReasonPodReplacing = "PodReplacing"
+	// ReasonWaitingForPod (Ready=False): no Pod exists yet (created, waiting for
+	// spec.initialCluster, backing off, or waiting on the replacement gate).
+	ReasonWaitingForPod = "WaitingForPod"
+	// ReasonCapReached (ReplacementsExhausted=True).
+	ReasonCapReached = "CapReached"
+	// ReasonCapReset (ReplacementsExhausted=False): a new window began.
+	ReasonCapReset = "CapReset"
+	// ReasonVersionMismatch (VersionDrifted=True).
+	ReasonVersionMismatch = "VersionMismatch"
+	// ReasonVersionMatched (VersionDrifted=False).
+	ReasonVersionMatched = "VersionMatched"
+)
+
+// ClusterLabels returns the labels of the objects belonging to an
+// EtcdCluster as a whole (Services, PDB). Each call returns a new map.
+func ClusterLabels(cluster string) map[string]string {
+	return map[string]string{
+		LabelName:      LabelNameValue,
+		LabelInstance:  cluster,
+		LabelManagedBy: ManagedByValue,
+		LabelCluster:   cluster,
+	}
+}
+
+// MemberLabels returns ClusterLabels plus LabelComponent=<member>, for the
+// PVC and Pod of one member. LabelRole is not included: it follows isVoter.
+func MemberLabels(cluster, member string) map[string]string {
+	l := ClusterLabels(cluster)
+	l[LabelComponent] = member
+	return l
+}
+
+// ClusterSelector returns the label selector string of an EtcdCluster's
+// members (status.selector, used by the scale subresource).
+func ClusterSelector(cluster string) string {
+	return LabelCluster + "=" + cluster
+}
+
+// ManagedByLabelSelector returns ManagedBySelector as a labels.Selector.
+func ManagedByLabelSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+}

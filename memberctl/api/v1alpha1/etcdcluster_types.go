@@ -1,0 +1,286 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StorageMedium selects where a member keeps its data.
+// +kubebuilder:validation:Enum="";Memory
+type StorageMedium string
+
+const (
+	// StorageMediumDefault keeps the data on a PersistentVolumeClaim.
+	StorageMediumDefault StorageMedium = ""
+	// StorageMediumMemory keeps the data on a memory-backed emptyDir (tmpfs).
+	// Such a member loses its data with its Pod and is replaced.
+	StorageMediumMemory StorageMedium = "Memory"
+)
+
+// AutoCompactionMode is etcd's --auto-compaction-mode.
+// +kubebuilder:validation:Enum=periodic;revision
+type AutoCompactionMode string
+
+const (
+	AutoCompactionPeriodic AutoCompactionMode = "periodic"
+	AutoCompactionRevision AutoCompactionMode = "revision"
+)
+
+// MemberRole is an etcd member's role as seen in MemberList.
+// +kubebuilder:validation:Enum=Voter;Learner
+type MemberRole string
+
+const (
+	MemberRoleVoter   MemberRole = "Voter"
+	MemberRoleLearner MemberRole = "Learner"
+)
+
+// StorageSpec describes a member's data volume.
+type StorageSpec struct {
+	// size of the PVC, or the sizeLimit of the memory-backed emptyDir.
+	// +optional
+	// +kubebuilder:default="1Gi"
+	Size resource.Quantity `json:"size,omitempty"`
+
+	// medium is "" (a PersistentVolumeClaim) or "Memory" (tmpfs). Immutable.
+	// +optional
+	// +kubebuilder:default=""
+	Medium StorageMedium `json:"medium,omitempty"`
+
+	// storageClassName of the PVC; unset uses the default class. Immutable.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// ClientTLSSpec configures TLS on etcd's client port.
+type ClientTLSSpec struct {
+	// serverSecretRef names a kubernetes.io/tls Secret (with ca.crt) that
+	// etcd serves client connections with.
+	// +required
+	ServerSecretRef corev1.LocalObjectReference `json:"serverSecretRef"`
+
+	// operatorClientSecretRef names the client certificate the operator dials
+	// etcd with. Setting it turns on client certificate authentication (mTLS).
+	// +optional
+	OperatorClientSecretRef *corev1.LocalObjectReference `json:"operatorClientSecretRef,omitempty"`
+}
+
+// PeerTLSSpec configures TLS between members. Peer TLS is always mutual.
+type PeerTLSSpec struct {
+	// secretRef names a kubernetes.io/tls Secret (with ca.crt) used for
+	// both the peer server and peer client side.
+	// +required
+	SecretRef corev1.LocalObjectReference `json:"secretRef"`
+}
+
+// TLSSpec configures TLS. It is fixed at creation.
+// +kubebuilder:validation:XValidation:rule="!has(self.client) || (has(self.client.serverSecretRef.name) && size(self.client.serverSecretRef.name) > 0)",message="tls.client.serverSecretRef.name must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.client) || !has(self.client.operatorClientSecretRef) || (has(self.client.operatorClientSecretRef.name) && size(self.client.operatorClientSecretRef.name) > 0)",message="tls.client.operatorClientSecretRef.name must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.peer) || (has(self.peer.secretRef.name) && size(self.peer.secretRef.name) > 0)",message="tls.peer.secretRef.name must be set"
+type TLSSpec struct {
+	// +optional
+	Client *ClientTLSSpec `json:"client,omitempty"`
+	// +optional
+	Peer *PeerTLSSpec `json:"peer,omitempty"`
+}
+
+// EtcdOptions is the closed set of etcd flags a user may set.
+type EtcdOptions struct {
+	// quotaBackendBytes is --quota-backend-bytes; 0 uses etcd's default.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	QuotaBackendBytes *int64 `json:"quotaBackendBytes,omitempty"`
+
+	// autoCompactionMode is --auto-compaction-mode.
+	// +optional
+	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
+
+	// autoCompactionRetention is --auto-compaction-retention: a Go duration
+	// such as "1h30m" (periodic) or an integer (hours for periodic, revisions for revision).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+|[0-9]+)$`
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+
+	// snapshotCount is --snapshot-count.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+}
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+//
+// resources, affinity, topologySpreadConstraints, options and storage.size
+// apply to members created after the change; existing members are not rolled.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && self.replicas == 0 && has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="replicas may not be 0 with storage.medium Memory: a memory-backed cluster cannot be paused"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls may not be added or removed"
+type EtcdClusterSpec struct {
+	// replicas is the number of voting members. 0 pauses the cluster: the
+	// last member goes dormant and keeps its data.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// version of etcd, e.g. "3.6.5".
+	// +required
+	// +kubebuilder:validation:Pattern=`^\d+\.\d+\.\d+$`
+	// +kubebuilder:validation:MaxLength=32
+	Version string `json:"version"`
+
+	// storage of each member.
+	// +optional
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="!has(self.medium) || self.medium != 'Memory' || (has(self.size) && quantity(string(self.size)).isGreaterThan(quantity('0')))",message="storage.size must be greater than 0 when storage.medium is Memory"
+	// +kubebuilder:validation:XValidation:rule="(has(self.medium) && self.medium == 'Memory') || !has(self.size) || quantity(string(self.size)).isGreaterThan(quantity('0'))",message="storage.size must be greater than 0"
+	// +kubebuilder:validation:XValidation:rule="(has(self.medium) ? self.medium : '') == (has(oldSelf.medium) ? oldSelf.medium : '')",message="storage.medium is immutable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="storage.size may not shrink"
+	// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName)",message="storage.storageClassName may not be added or removed"
+	// +kubebuilder:validation:XValidation:rule="!has(self.storageClassName) || !has(oldSelf.storageClassName) || self.storageClassName == oldSelf.storageClassName",message="storage.storageClassName is immutable"
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// resources of the etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// affinity of member Pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// topologySpreadConstraints of member Pods.
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// tls of the client and peer ports. Fixed at creation: it may be neither
+	// added, removed nor changed.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls is immutable"
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// options are etcd flags.
+	// +optional
+	Options *EtcdOptions `json:"options,omitempty"`
+
+	// progressDeadlineSeconds bounds bootstrap and each scale step. When it
+	// passes, Available and Progressing turn False with DeadlineExceeded.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// EtcdClusterObservedSpec is the latched copy of the spec that new members
+// are templated from.
+type EtcdClusterObservedSpec struct {
+	Replicas int32  `json:"replicas"`
+	Version  string `json:"version"`
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// +optional
+	Options *EtcdOptions `json:"options,omitempty"`
+}
+
+// EtcdClusterMemberStatus summarises one member.
+type EtcdClusterMemberStatus struct {
+	// name of the EtcdMember.
+	Name string `json:"name"`
+	// id is the etcd member ID in hex (%016x); empty until discovered.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// role in etcd's MemberList.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+	// ready mirrors the member's Ready condition.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an etcd cluster.
+type EtcdClusterStatus struct {
+	// readyMembers counts members whose Ready condition is True. The scale
+	// subresource reports it as status.replicas.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers"`
+
+	// replicas counts the EtcdMember objects of the cluster (including a
+	// dormant one and members being created or deleted).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// selector selects the member Pods (ClusterSelector), for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// clusterID is etcd's cluster ID in hex; latched once discovered.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// clusterToken is etcd's --initial-cluster-token, "<ns>-<name>-<uid>"; latched.
+	// +optional
+	ClusterToken string `json:"clusterToken,omitempty"`
+
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// members known to the cluster controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []EtcdClusterMemberStatus `json:"members,omitempty"`
+
+	// observed is the spec latched for templating new members.
+	// +optional
+	Observed *EtcdClusterObservedSpec `json:"observed,omitempty"`
+
+	// progressDeadline is when the current step times out. Patch it (for
+	// example to a time in the future, or remove it) to retry after DeadlineExceeded.
+	// +optional
+	ProgressDeadline *metav1.Time `json:"progressDeadline,omitempty"`
+
+	// conditions: Available, Progressing, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster run by etcdfleet.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=ec,categories=etcdfleet
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.readyMembers,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec EtcdClusterSpec `json:"spec"`
+	// +optional
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdCluster.
+//
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
