@@ -1,0 +1,288 @@
+package pod
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component"
+	"github.com/etcdfleet/etcdfleet/memberctl/naming"
+)
+
+const (
+	// ContainerName is the name of the etcd container.
+	ContainerName = "etcd"
+	// DefaultImageRepository is used when BuildOptions.ImageRepository is empty.
+	DefaultImageRepository = "quay.io/coreos/etcd"
+	// DataDir is where the data volume is mounted and etcd's --data-dir.
+	DataDir = "/var/lib/etcd"
+
+	dataVolume      = "data"
+	clientTLSVolume = "tls-client"
+	peerTLSVolume   = "tls-peer"
+	clientTLSDir    = "/etc/etcd/tls/client"
+	peerTLSDir      = "/etc/etcd/tls/peer"
+
+	// nonRootID is the UID and GID etcd runs as (the distroless "nonroot" user).
+	nonRootID int64 = 65532
+)
+
+// BuildOptions are the operator-wide inputs of Build.
+type BuildOptions struct {
+	// ImageRepository of etcd; the tag is v<spec.version>. Default
+	// DefaultImageRepository.
+	ImageRepository string
+	// ClusterDomain is the cluster's DNS domain. It is not used in the
+	// URLs etcd advertises: they are naming's <m>.<cluster>.<ns>.svc, which
+	// resolves through the Pod's search path in any cluster domain and is
+	// what the serving certificates and etcdaccess name.
+	ClusterDomain string
+	// ClusterFormed is true once the parent EtcdCluster has a clusterID.
+	ClusterFormed bool
+}
+
+// Build returns the Pod of m. It sets no ownerRef; Sync does.
+func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
+	labels := v1alpha1.MemberLabels(m.Spec.ClusterName, m.Name)
+	if m.Status.IsVoter {
+		labels[v1alpha1.LabelRole] = v1alpha1.RoleVoter
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			// hostname.subdomain gives the Pod the DNS name etcd advertises,
+			// through the headless Service named after the cluster.
+			Hostname:                      m.Name,
+			Subdomain:                     naming.HeadlessService(m.Spec.ClusterName),
+			AutomountServiceAccountToken:  ptr.To(false),
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To(nonRootID),
+				RunAsGroup:     ptr.To(nonRootID),
+				FSGroup:        ptr.To(nonRootID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Affinity:                  affinity(m),
+			TopologySpreadConstraints: topologySpread(m),
+			Containers:                []corev1.Container{container(m, opts)},
+			Volumes:                   volumes(m),
+		},
+	}
+}
+
+func container(m *v1alpha1.EtcdMember, opts BuildOptions) corev1.Container {
+	repo := opts.ImageRepository
+	if repo == "" {
+		repo = DefaultImageRepository
+	}
+	return corev1.Container{
+		Name:    ContainerName,
+		Image:   repo + ":v" + m.Spec.Version,
+		Command: append([]string{"etcd"}, Flags(m, opts.ClusterFormed)...),
+		Ports: []corev1.ContainerPort{
+			{Name: component.ClientPortName, ContainerPort: naming.ClientPort, Protocol: corev1.ProtocolTCP},
+			{Name: component.PeerPortName, ContainerPort: naming.PeerPort, Protocol: corev1.ProtocolTCP},
+			{Name: component.MetricsPortName, ContainerPort: naming.MetricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		Resources:    resources(m.Spec.Resources),
+		VolumeMounts: volumeMounts(m),
+		// Not quorum-aware on purpose: see the package doc.
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(naming.PeerPort)},
+			},
+			InitialDelaySeconds: 15,
+			PeriodSeconds:       10,
+			FailureThreshold:    3,
+		},
+		// Quorum-aware: /health fails without a leader. The metrics
+		// listener is always plain HTTP, so the probe needs no certificate.
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{
+					Path: "/health", Port: intstr.FromInt32(naming.MetricsPort), Scheme: corev1.URISchemeHTTP,
+				},
+			},
+			PeriodSeconds:    5,
+			FailureThreshold: 3,
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			// etcd writes only to its data volume.
+			ReadOnlyRootFilesystem: ptr.To(true),
+		},
+	}
+}
+
+// Flags returns etcd's command-line flags for m (without the "etcd" argv[0]).
+func Flags(m *v1alpha1.EtcdMember, clusterFormed bool) []string {
+	state := "existing"
+	if m.Spec.Bootstrap && m.Status.MemberID == "" && !clusterFormed {
+		state = "new"
+	}
+	clientScheme, peerScheme := scheme(naming.ClientTLS(m)), scheme(naming.PeerTLS(m))
+	f := []string{
+		"--name=" + m.Name,
+		"--data-dir=" + DataDir,
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", peerScheme, naming.PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", clientScheme, naming.ClientPort),
+		"--advertise-client-urls=" + naming.MemberClientURL(m),
+		"--initial-advertise-peer-urls=" + naming.MemberPeerURL(m),
+		"--initial-cluster=" + m.Spec.InitialCluster,
+		"--initial-cluster-token=" + m.Spec.ClusterToken,
+		"--initial-cluster-state=" + state,
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", naming.MetricsPort),
+	}
+	f = append(f, optionFlags(m.Spec.Options)...)
+	return append(f, tlsFlags(m.Spec.TLS)...)
+}
+
+func scheme(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
+}
+
+func optionFlags(o *v1alpha1.EtcdOptions) []string {
+	if o == nil {
+		return nil
+	}
+	var f []string
+	if o.QuotaBackendBytes != nil {
+		f = append(f, "--quota-backend-bytes="+strconv.FormatInt(*o.QuotaBackendBytes, 10))
+	}
+	if o.AutoCompactionMode != "" {
+		f = append(f, "--auto-compaction-mode="+string(o.AutoCompactionMode))
+	}
+	if o.AutoCompactionRetention != "" {
+		f = append(f, "--auto-compaction-retention="+o.AutoCompactionRetention)
+	}
+	if o.SnapshotCount != nil {
+		f = append(f, "--snapshot-count="+strconv.FormatInt(*o.SnapshotCount, 10))
+	}
+	return f
+}
+
+// tlsFlags: the Secrets are kubernetes.io/tls with a ca.crt, mounted whole.
+func tlsFlags(t *v1alpha1.MemberTLS) []string {
+	var f []string
+	if t == nil {
+		return f
+	}
+	if t.ClientServerSecretRef != "" {
+		f = append(f, "--cert-file="+clientTLSDir+"/tls.crt", "--key-file="+clientTLSDir+"/tls.key")
+		if t.ClientMTLS {
+			f = append(f, "--client-cert-auth=true", "--trusted-ca-file="+clientTLSDir+"/ca.crt")
+		}
+	}
+	if t.PeerSecretRef != "" {
+		// Peer TLS is always mutual.
+		f = append(f,
+			"--peer-cert-file="+peerTLSDir+"/tls.crt",
+			"--peer-key-file="+peerTLSDir+"/tls.key",
+			"--peer-trusted-ca-file="+peerTLSDir+"/ca.crt",
+			"--peer-client-cert-auth=true")
+	}
+	return f
+}
+
+func resources(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if len(r.Requests) > 0 || len(r.Limits) > 0 || len(r.Claims) > 0 {
+		return *r.DeepCopy()
+	}
+	// Requests only: a memory limit would OOM-kill etcd under load spikes,
+	// which costs more than the node pressure it prevents.
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("128Mi"),
+	}}
+}
+
+// affinity returns the spec's affinity, adding a soft anti-affinity between
+// the cluster's Pods across nodes when the spec sets no pod anti-affinity,
+// so that one node loss costs at most one member where the scheduler can
+// manage it. An explicit (even empty) podAntiAffinity is kept as is.
+func affinity(m *v1alpha1.EtcdMember) *corev1.Affinity {
+	a := m.Spec.Affinity.DeepCopy()
+	if a == nil {
+		a = &corev1.Affinity{}
+	}
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 100,
+				PodAffinityTerm: corev1.PodAffinityTerm{
+					LabelSelector: &metav1.LabelSelector{
+						MatchLabels: map[string]string{v1alpha1.LabelCluster: m.Spec.ClusterName},
+					},
+					TopologyKey: corev1.LabelHostname,
+				},
+			}},
+		}
+	}
+	return a
+}
+
+func topologySpread(m *v1alpha1.EtcdMember) []corev1.TopologySpreadConstraint {
+	var out []corev1.TopologySpreadConstraint
+	for i := range m.Spec.TopologySpreadConstraints {
+		out = append(out, *m.Spec.TopologySpreadConstraints[i].DeepCopy())
+	}
+	return out
+}
+
+func volumes(m *v1alpha1.EtcdMember) []corev1.Volume {
+	data := corev1.Volume{Name: dataVolume}
+	if m.Spec.Storage.Medium == v1alpha1.StorageMediumMemory {
+		data.EmptyDir = &corev1.EmptyDirVolumeSource{
+			Medium:    corev1.StorageMediumMemory,
+			SizeLimit: ptr.To(m.Spec.Storage.Size.DeepCopy()),
+		}
+	} else {
+		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.PVCName(m.Name)}
+	}
+	v := []corev1.Volume{data}
+	for _, s := range tlsSecrets(m.Spec.TLS) {
+		v = append(v, corev1.Volume{Name: s.volume, VolumeSource: corev1.VolumeSource{
+			// 0440: readable by etcd through fsGroup, by no one else.
+			Secret: &corev1.SecretVolumeSource{SecretName: s.secret, DefaultMode: ptr.To[int32](0o440)},
+		}})
+	}
+	return v
+}
+
+func volumeMounts(m *v1alpha1.EtcdMember) []corev1.VolumeMount {
+	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: DataDir}}
+	for _, s := range tlsSecrets(m.Spec.TLS) {
+		mounts = append(mounts, corev1.VolumeMount{Name: s.volume, MountPath: s.dir, ReadOnly: true})
+	}
+	return mounts
+}
+
+type tlsSecret struct{ volume, dir, secret string }
+
+// tlsSecrets lists the Secrets the Pod mounts. The operator-client Secret
+// is not among them: only the operator dials with it.
+func tlsSecrets(t *v1alpha1.MemberTLS) []tlsSecret {
+	var s []tlsSecret
+	if t == nil {
+		return s
+	}
+	if t.ClientServerSecretRef != "" {
+		s = append(s, tlsSecret{clientTLSVolume, clientTLSDir, t.ClientServerSecretRef})
+	}
+	if t.PeerSecretRef != "" {
+		s = append(s, tlsSecret{peerTLSVolume, peerTLSDir, t.PeerSecretRef})
+	}
+	return s
+}
