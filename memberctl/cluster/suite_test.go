@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdops"
+)
+
+// The suite runs against ONE real kube-apiserver (envtest) with the
+// workload CRDs. etcd is replaced by fakeEtcd, a recording stub of
+// etcdops.Interface that keeps a member list in memory: these specs test
+// the reconciler's decisions, not etcd. The end-to-end behaviour with real
+// etcd is covered by the sandbox tests.
+
+var (
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+	scheme    = runtime.NewScheme()
+	nsSeq     atomic.Int64
+)
+
+func TestCluster(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "memberctl/cluster (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(GinkgoLogr)
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		Fail("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver to test against: run `make test`, or " +
+			"export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s before `go test`")
+	}
+	useExisting := false
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "workload")},
+		ErrorIfCRDPathMissing: true,
+		UseExistingCluster:    &useExisting,
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		testEnv.ControlPlaneStartTimeout = 90 * time.Second
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
+	// A direct client: every read sees the previous write.
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// newNamespace creates a fresh namespace so specs never share objects.
+func newNamespace() string {
+	GinkgoHelper()
+	name := fmt.Sprintf("cluster-test-%d", nsSeq.Add(1))
+	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	return name
+}
+
+// fakeEtcd is a recording stub of etcdops.Interface: an in-memory member
+// list that AddLearner, Promote and Remove change as etcd would, plus
+// injectable failures.
+type fakeEtcd struct {
+	mu        sync.Mutex
+	clusterID uint64
+	nextID    uint64
+	members   []etcdops.Member
+	// fail, when set, is returned by every call.
+	fail error
+	// promoteErrs are returned by the next Promote calls, in order.
+	promoteErrs []error
+	calls       []string
+	forgotten   []string
+}
+
+func newFakeEtcd() *fakeEtcd { return &fakeEtcd{clusterID: 0xc1a5, nextID: 0x100} }
+
+func (f *fakeEtcd) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+// Calls returns the calls made so far, e.g. "AddLearner http://...".
+func (f *fakeEtcd) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeEtcd) setFail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = err
+}
+
+func (f *fakeEtcd) list() []etcdops.Member {
+	out := make([]etcdops.Member, len(f.members))
+	for i, m := range f.members {
+		m.PeerURLs = append([]string(nil), m.PeerURLs...)
+		out[i] = m
+	}
+	return out
+}
+
+// start is what a member's etcd does when its Pod starts: the first one
+// bootstraps a single-voter cluster, later ones take their name in the list.
+func (f *fakeEtcd) start(name, peerURL string) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.members {
+		if f.members[i].PeerURLs[0] == peerURL {
+			f.members[i].Name = name
+			return f.members[i].ID
+		}
+	}
+	Expect(f.members).To(BeEmpty(), "member %s started without being added", name)
+	f.nextID++
+	f.members = append(f.members, etcdops.Member{ID: f.nextID, Name: name, PeerURLs: []string{peerURL}})
+	return f.nextID
+}
+
+func (f *fakeEtcd) MemberList(_ context.Context, t etcdops.Target) (uint64, []etcdops.Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("MemberList %d", len(t.Endpoints))
+	if f.fail != nil {
+		return 0, nil, f.fail
+	}
+	return f.clusterID, f.list(), nil
+}
+
+func (f *fakeEtcd) AddLearner(_ context.Context, _ etcdops.Target, peerURL string) (etcdops.Member, []etcdops.Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("AddLearner %s", peerURL)
+	if f.fail != nil {
+		return etcdops.Member{}, nil, f.fail
+	}
+	f.nextID++
+	m := etcdops.Member{ID: f.nextID, PeerURLs: []string{peerURL}, IsLearner: true}
+	f.members = append(f.members, m)
+	return m, f.list(), nil
+}
+
+func (f *fakeEtcd) Promote(_ context.Context, _ etcdops.Target, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Promote %016x", id)
+	if f.fail != nil {
+		return f.fail
+	}
+	if len(f.promoteErrs) > 0 {
+		err := f.promoteErrs[0]
+		f.promoteErrs = f.promoteErrs[1:]
+		return err
+	}
+	for i := range f.members {
+		if f.members[i].ID == id {
+			f.members[i].IsLearner = false
+			return nil
+		}
+	}
+	return fmt.Errorf("member %016x not found", id)
+}
+
+func (f *fakeEtcd) Remove(_ context.Context, _ etcdops.Target, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Remove %016x", id)
+	if f.fail != nil {
+		return f.fail
+	}
+	for i := range f.members {
+		if f.members[i].ID == id {
+			f.members = append(f.members[:i], f.members[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("member %016x not found", id)
+}
+
+func (f *fakeEtcd) Status(context.Context, etcdops.Target, string) (etcdops.Status, error) {
+	return etcdops.Status{}, fmt.Errorf("not used by the cluster reconciler")
+}
+
+func (f *fakeEtcd) Forget(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgotten = append(f.forgotten, key)
+}
+
+// eventLog is an EventRecorder that keeps "<type> <reason> <message>" lines.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (e *eventLog) Event(_ runtime.Object, eventType, reason, message string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, eventType+" "+reason+" "+message)
+}
+
+func (e *eventLog) Eventf(o runtime.Object, eventType, reason, format string, args ...any) {
+	e.Event(o, eventType, reason, fmt.Sprintf(format, args...))
+}
+
+func (e *eventLog) AnnotatedEventf(o runtime.Object, _ map[string]string, eventType, reason, format string, args ...any) {
+	e.Eventf(o, eventType, reason, format, args...)
+}
+
+func (e *eventLog) All() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.events...)
+}
