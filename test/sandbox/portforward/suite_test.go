@@ -2,6 +2,7 @@ package portforward_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -86,9 +87,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 }, NodeTimeout(12*time.Minute))
 
 var _ = AfterSuite(func() {
+	// A Close that hangs must not keep the apiserver and etcd running.
+	var closeErrs []error
 	for _, s := range []*portforward.Server{kubelet, spare} {
 		if s != nil {
-			Expect(s.Close()).To(Succeed())
+			closeErrs = append(closeErrs, closeWithin(s, 30*time.Second))
 		}
 	}
 	if testEnv != nil {
@@ -100,7 +103,19 @@ var _ = AfterSuite(func() {
 	if tmpDir != "" {
 		_ = os.RemoveAll(tmpDir)
 	}
+	Expect(errors.Join(closeErrs...)).To(Succeed())
 })
+
+func closeWithin(s *portforward.Server, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("Server.Close did not return within %s", d)
+	}
+}
 
 // createNode points the apiserver at a kubelet: it reads only the address
 // and the kubelet port, which must be set through the status subresource.
@@ -196,17 +211,32 @@ func (e *echoServer) drain() {
 // as client-go's PortForwarder does.
 func openPair(conn httpstream.Connection, port, id int) (errS, data httpstream.Stream) {
 	GinkgoHelper()
+	errS, data, err := createPair(conn, port, id)
+	Expect(err).NotTo(HaveOccurred())
+	return errS, data
+}
+
+// forwardError returns the kubelet's message for a forward it fails. The
+// kubelet may reset the data stream before replying to it, so creating the
+// data stream may fail; the message is on the error stream either way.
+func forwardError(conn httpstream.Connection, port, id int) string {
+	GinkgoHelper()
+	errS, _, _ := createPair(conn, port, id)
+	return readErr(errS)
+}
+
+func createPair(conn httpstream.Connection, port, id int) (errS, data httpstream.Stream, err error) {
+	GinkgoHelper()
 	h := http.Header{}
 	h.Set(corev1.StreamType, corev1.StreamTypeError)
 	h.Set(corev1.PortHeader, fmt.Sprint(port))
 	h.Set(corev1.PortForwardRequestIDHeader, fmt.Sprint(id))
-	errS, err := conn.CreateStream(h)
+	errS, err = conn.CreateStream(h)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(errS.Close()).To(Succeed())
 	h.Set(corev1.StreamType, corev1.StreamTypeData)
 	data, err = conn.CreateStream(h)
-	Expect(err).NotTo(HaveOccurred())
-	return errS, data
+	return errS, data, err
 }
 
 // readErr returns what the kubelet wrote on an error stream, once it closes.

@@ -1,0 +1,165 @@
+package etcdaccess
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+)
+
+const (
+	// dialTimeout is what etcd's client calls DialTimeout. With grpc.NewClient
+	// it no longer blocks New; it bounds the client's own bootstrap calls
+	// (auth token, version check) and seeds the lease keep-alive timeout.
+	// Reconcilers put their own, shorter, deadline on each request.
+	dialTimeout = 5 * time.Second
+	// keepAliveTime is how long a gRPC connection may be silent before the
+	// client pings it. It is what notices a forward that died without a
+	// close (apiserver or kubelet gone). It must stay above etcd's
+	// --grpc-keepalive-min-time (5 s) or etcd answers with GOAWAY.
+	keepAliveTime = 30 * time.Second
+	// keepAliveTimeout is how long a ping may go unanswered before the
+	// connection is closed and redialled: a forward adds about a
+	// millisecond, so 10 s means the path is gone, not slow.
+	keepAliveTimeout = 10 * time.Second
+)
+
+// ErrPoolClosed is returned by Get after Close.
+var ErrPoolClosed = errors.New("etcd client pool is closed")
+
+// ClientPool keeps one etcd client per etcd cluster, so that reconcilers do
+// not dial per operation. Safe for concurrent use.
+type ClientPool struct {
+	dialer PodDialer
+	logger *zap.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	clients map[string]*pooledClient
+}
+
+type pooledClient struct {
+	client    *clientv3.Client
+	endpoints []string // sorted
+	tls       *tls.Config
+}
+
+// NewClientPool returns a pool whose clients reach members through d.
+// A nil logger keeps the etcd client's default.
+func NewClientPool(d PodDialer, logger *zap.Logger) *ClientPool {
+	return &ClientPool{dialer: d, logger: logger, clients: map[string]*pooledClient{}}
+}
+
+// Get returns the client for key (e.g. "namespace/name"), creating it on
+// first use. A changed endpoint set is applied in place with SetEndpoints, so
+// calls in flight carry on; a changed TLS config replaces the client, which
+// closes the old one under any caller still holding it. Endpoints have the
+// form <scheme>://<pod>.<subdomain>.<namespace>.svc:<port>.
+func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("etcd cluster %s: no endpoints", key)
+	}
+	eps := slices.Clone(endpoints)
+	slices.Sort(eps)
+	eps = slices.Compact(eps)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrPoolClosed
+	}
+	if pc := p.clients[key]; pc != nil {
+		if sameTLS(pc.tls, tlsCfg) {
+			if !slices.Equal(pc.endpoints, eps) {
+				pc.client.SetEndpoints(eps...)
+				pc.endpoints = eps
+			}
+			return pc.client, nil
+		}
+		delete(p.clients, key)
+		_ = pc.client.Close()
+	}
+	// Creating a client does no I/O (grpc.NewClient connects on first
+	// use), so holding the lock here costs nothing.
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            eps,
+		TLS:                  tlsCfg,
+		DialTimeout:          dialTimeout,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
+		Logger:               p.logger,
+		DialOptions:          []grpc.DialOption{grpc.WithContextDialer(ContextDialer(p.dialer))},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd cluster %s: %w", key, err)
+	}
+	p.clients[key] = &pooledClient{client: c, endpoints: eps, tls: tlsCfg}
+	return c, nil
+}
+
+// Forget closes and drops the client for key, e.g. when its cluster is
+// deleted. The next Get creates a new one.
+func (p *ClientPool) Forget(key string) {
+	p.mu.Lock()
+	pc := p.clients[key]
+	delete(p.clients, key)
+	p.mu.Unlock()
+	if pc != nil {
+		_ = pc.client.Close()
+	}
+}
+
+// Close closes every client. The pool cannot be used afterwards; the
+// PodDialer is not closed, since the caller owns it.
+func (p *ClientPool) Close() error {
+	p.mu.Lock()
+	clients := p.clients
+	p.clients, p.closed = nil, true
+	p.mu.Unlock()
+	var errs []error
+	for _, pc := range clients {
+		if err := pc.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sameTLS reports whether two client TLS configs would behave the same, so
+// that callers may rebuild their tls.Config on every reconcile without
+// replacing the client each time. Configs with callbacks cannot be compared
+// and count as equal only when they are the same pointer.
+func sameTLS(a, b *tls.Config) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	if a.GetClientCertificate != nil || b.GetClientCertificate != nil ||
+		a.VerifyPeerCertificate != nil || b.VerifyPeerCertificate != nil ||
+		a.VerifyConnection != nil || b.VerifyConnection != nil {
+		return false
+	}
+	if a.ServerName != b.ServerName || a.InsecureSkipVerify != b.InsecureSkipVerify ||
+		a.MinVersion != b.MinVersion || a.MaxVersion != b.MaxVersion {
+		return false
+	}
+	if (a.RootCAs == nil) != (b.RootCAs == nil) || (a.RootCAs != nil && !a.RootCAs.Equal(b.RootCAs)) {
+		return false
+	}
+	return slices.EqualFunc(a.Certificates, b.Certificates, func(x, y tls.Certificate) bool {
+		return slices.EqualFunc(x.Certificate, y.Certificate, bytes.Equal)
+	})
+}
