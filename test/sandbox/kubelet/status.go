@@ -20,7 +20,7 @@ func (w *podWorker) buildStatus() corev1.PodStatus {
 	w.mu.Lock()
 	ip, started := w.ip, w.started
 	w.mu.Unlock()
-	st := corev1.PodStatus{Phase: corev1.PodPending, HostIP: "127.0.0.1", QOSClass: corev1.PodQOSBestEffort}
+	st := corev1.PodStatus{Phase: corev1.PodPending, HostIP: "127.0.0.1"}
 	if ip != "" {
 		st.PodIP = ip
 		st.PodIPs = []corev1.PodIP{{IP: ip}}
@@ -130,6 +130,7 @@ func (w *podWorker) writeTerminal(ctx context.Context, phase corev1.PodPhase, re
 // failed for good (the Pod is gone, say).
 func (w *podWorker) writeStatus(ctx context.Context, st corev1.PodStatus) bool {
 	pods := w.k.opts.Client.CoreV1().Pods(w.pod.Namespace)
+	var lastErr error
 	err := retryOnError(ctx, func(ctx context.Context) error {
 		cur, err := pods.Get(ctx, w.pod.Name, metav1.GetOptions{})
 		if err != nil {
@@ -154,9 +155,15 @@ func (w *podWorker) writeStatus(ctx context.Context, st corev1.PodStatus) bool {
 				next.Conditions = append(next.Conditions, old)
 			}
 		}
+		// The apiserver sets the QoS class at creation; it is immutable.
+		next.QOSClass = cur.Status.QOSClass
 		cur.Status = *next
 		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		lastErr = err
 		return err
 	})
+	if err != nil && lastErr != nil {
+		w.logf("status write failed: %v", lastErr)
+	}
 	return err == nil
 }

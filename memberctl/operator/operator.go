@@ -1,0 +1,145 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/cluster"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdops"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
+	"github.com/etcdfleet/etcdfleet/memberctl/member"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+)
+
+// Access is how the operator reaches etcd members.
+type Access string
+
+const (
+	// PortForward dials members through pods/portforward on the cluster's
+	// kube-apiserver: works from outside the cluster (the default).
+	PortForward Access = "port-forward"
+	// Direct dials the Pod IP: needs the operator in the Pod network.
+	Direct Access = "direct"
+)
+
+// CacheByObject narrows the caches of the kinds the reconcilers own to the
+// objects etcdfleet manages.
+func CacheByObject() map[client.Object]cache.ByObject {
+	sel := v1alpha1.ManagedByLabelSelector()
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Label: sel},
+		&corev1.PersistentVolumeClaim{}: {Label: sel},
+		&corev1.Service{}:               {Label: sel},
+		&policyv1.PodDisruptionBudget{}: {Label: sel},
+	}
+}
+
+// ClusterConfig describes one workload cluster to NewCluster.
+type ClusterConfig struct {
+	Name     string
+	REST     *rest.Config
+	Client   client.Client
+	Reader   client.Reader
+	Recorder record.EventRecorder
+	Access   Access
+	Gate     gate.Gate
+	Paused   func() bool
+	Context  context.Context
+}
+
+// NewCluster builds the handle for one workload cluster. The returned
+// Closer releases its etcd clients and port-forward connections.
+func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
+	var dialer etcdaccess.PodDialer
+	var closer io.Closer = nopCloser{}
+	switch cfg.Access {
+	case PortForward, "":
+		pf, err := etcdaccess.NewPortForwardDialer(cfg.REST, etcdaccess.PortForwardOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		dialer, closer = pf, pf
+	case Direct:
+		dialer = etcdaccess.NewDirectDialer(func(ctx context.Context, ns, name string) (string, error) {
+			p := &corev1.Pod{}
+			if err := cfg.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
+				return "", err
+			}
+			return p.Status.PodIP, nil
+		})
+	default:
+		return nil, nil, fmt.Errorf("unknown etcd access %q (want %q or %q)", cfg.Access, PortForward, Direct)
+	}
+	g := cfg.Gate
+	if g == nil {
+		g = gate.AllowAll{}
+	}
+	pool := etcdaccess.NewClientPool(dialer, nil)
+	cl := &workload.Cluster{Name: cfg.Name, Client: cfg.Client, Reader: cfg.Reader, Recorder: cfg.Recorder,
+		Etcd: &etcdops.Ops{Pool: pool}, Gate: g, Paused: cfg.Paused, Context: cfg.Context}
+	return cl, closers{pool, closer}, nil
+}
+
+// Options configure SetupWithManager.
+type Options struct {
+	Access Access
+	Gate   gate.Gate
+	Member member.Options
+	// MaxConcurrentReconciles per controller (default 4).
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager runs both reconcilers for mgr's single cluster.
+func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = 4
+	}
+	if opts.Member.Policy.Cap == 0 {
+		opts.Member = member.DefaultOptions()
+	}
+	cl, closer, err := NewCluster(ClusterConfig{
+		REST: mgr.GetConfig(), Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorderFor("etcdfleet"), Access: opts.Access, Gate: opts.Gate,
+	})
+	if err != nil {
+		return nil, err
+	}
+	src := workload.Static{C: cl}
+	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	if err := member.SetupWithManager(mgr, &member.Reconciler{Clusters: src, Options: opts.Member}, copts); err != nil {
+		return nil, err
+	}
+	if err := cluster.SetupWithManager(mgr, &cluster.Reconciler{Clusters: src}, copts); err != nil {
+		return nil, err
+	}
+	return closer, nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,165 @@
+package e2eutil
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
+	"github.com/etcdfleet/etcdfleet/memberctl/naming"
+)
+
+// EtcdVersion is the version the sandbox runs.
+const EtcdVersion = "3.7.3"
+
+// NewEtcdCluster returns an EtcdCluster to create.
+func NewEtcdCluster(ns, name string, replicas int32, memory bool) *v1alpha1.EtcdCluster {
+	ec := &v1alpha1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.EtcdClusterSpec{Replicas: ptr.To(replicas), Version: EtcdVersion,
+			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}},
+	}
+	if memory {
+		ec.Spec.Storage.Medium = v1alpha1.StorageMediumMemory
+		ec.Spec.Storage.Size = resource.MustParse("64Mi")
+	}
+	return ec
+}
+
+// Available reports whether the cluster says Available=True with every
+// desired member ready.
+func Available(ec *v1alpha1.EtcdCluster) bool {
+	return meta.IsStatusConditionTrue(ec.Status.Conditions, v1alpha1.ConditionAvailable) &&
+		ec.Spec.Replicas != nil && ec.Status.ReadyMembers == *ec.Spec.Replicas
+}
+
+// WaitAvailable waits until the cluster is Available with all members ready.
+func WaitAvailable(ctx context.Context, c client.Client, ns, name string, timeout time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		g.Expect(Available(ec)).To(BeTrue(), "status: %+v\nmembers: %s", ec.Status, describeMembers(ctx, c, ns, name))
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
+
+// Members returns the EtcdMembers of a cluster by name.
+func Members(ctx context.Context, c client.Client, ns, cluster string) map[string]v1alpha1.EtcdMember {
+	GinkgoHelper()
+	var list v1alpha1.EtcdMemberList
+	Expect(c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: cluster})).To(Succeed())
+	out := map[string]v1alpha1.EtcdMember{}
+	for _, m := range list.Items {
+		out[m.Name] = m
+	}
+	return out
+}
+
+// MemberIDs returns member name -> etcd member ID from EtcdMember status.
+func MemberIDs(ctx context.Context, c client.Client, ns, cluster string) map[string]string {
+	GinkgoHelper()
+	ids := map[string]string{}
+	for n, m := range Members(ctx, c, ns, cluster) {
+		ids[n] = m.Status.MemberID
+	}
+	return ids
+}
+
+// Etcd is a client reaching an etcd cluster through port-forward.
+type Etcd struct {
+	*clientv3.Client
+	dialer *etcdaccess.PortForwardDialer
+}
+
+// Close closes the client and its forwards.
+func (e *Etcd) Close() { e.Client.Close(); e.dialer.Close() }
+
+// ConnectEtcd dials every current member of the cluster through
+// pods/portforward on the cluster's apiserver.
+func ConnectEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster string) *Etcd {
+	GinkgoHelper()
+	d, err := etcdaccess.NewPortForwardDialer(cfg, etcdaccess.PortForwardOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	var eps []string
+	for n := range Members(ctx, c, ns, cluster) {
+		eps = append(eps, naming.ClientURL(ns, cluster, n, false))
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(etcdaccess.ContextDialer(d))}})
+	Expect(err).NotTo(HaveOccurred())
+	return &Etcd{Client: cli, dialer: d}
+}
+
+// PutKeys writes n keys under prefix, retrying each briefly.
+func (e *Etcd) PutKeys(ctx context.Context, prefix string, n int) {
+	GinkgoHelper()
+	for i := 0; i < n; i++ {
+		key, val := fmt.Sprintf("%s/%05d", prefix, i), fmt.Sprintf("value-%d", i)
+		Eventually(func() error {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			_, err := e.Put(cctx, key, val)
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	}
+}
+
+// ExpectKeys waits until every key written by PutKeys(prefix, n) reads back.
+func (e *Etcd) ExpectKeys(ctx context.Context, prefix string, n int) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		resp, err := e.Get(cctx, prefix+"/", clientv3.WithPrefix())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resp.Kvs).To(HaveLen(n))
+		for i, kv := range resp.Kvs {
+			g.Expect(string(kv.Key)).To(Equal(fmt.Sprintf("%s/%05d", prefix, i)))
+			g.Expect(string(kv.Value)).To(Equal(fmt.Sprintf("value-%d", i)))
+		}
+	}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+}
+
+// describeMembers summarises member readiness for failure messages.
+func describeMembers(ctx context.Context, c client.Client, ns, cluster string) string {
+	var list v1alpha1.EtcdMemberList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: cluster}); err != nil {
+		return err.Error()
+	}
+	out := ""
+	for _, m := range list.Items {
+		cond := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady)
+		if cond == nil {
+			cond = &metav1.Condition{}
+		}
+		out += fmt.Sprintf("\n  %s id=%s voter=%v ready=%s/%s: %s", m.Name, m.Status.MemberID, m.Status.IsVoter, cond.Status, cond.Reason, cond.Message)
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.Name}, p); err == nil {
+			out += fmt.Sprintf(" [pod %s uid=%s node=%q deleting=%v ready=%v conds=%v]", p.Status.Phase, p.UID, p.Spec.NodeName, p.DeletionTimestamp != nil, podReady(p), p.Status.Conditions)
+		}
+	}
+	return out
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
