@@ -18,7 +18,6 @@ TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
                   KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 export GOFLAGS ?= -buildvcs=false
-export CGO_ENABLED ?= 0
 
 .DEFAULT_GOAL := help
 
@@ -28,7 +27,7 @@ help: ## Show this help.
 
 .PHONY: build
 build: ## Build the binaries into bin/ (CGO_ENABLED=0, -trimpath, as the Dockerfile does).
-	go build -trimpath -o bin/ ./cmd/...
+	CGO_ENABLED=0 go build -trimpath -o bin/ ./cmd/...
 
 .PHONY: envtest-assets
 envtest-assets: ## Build or reuse kube-apiserver, kube-controller-manager, kubectl and etcd (cold ~6 min, cached after).

@@ -163,3 +163,30 @@ func podReady(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+// PodUIDs returns the current Pod UID of every member of a cluster.
+func PodUIDs(ctx context.Context, c client.Client, ns, cluster string) map[string]types.UID {
+	GinkgoHelper()
+	out := map[string]types.UID{}
+	for n := range Members(ctx, c, ns, cluster) {
+		p := &corev1.Pod{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, p)).To(Succeed())
+		out[n] = p.UID
+	}
+	return out
+}
+
+// WaitPodsReplaced waits until every Pod named in old was replaced by a
+// new, Ready Pod of the same name. It guards against reading a status that
+// predates a fault: a stopped operator leaves Available=True behind.
+func WaitPodsReplaced(ctx context.Context, c client.Client, ns string, old map[string]types.UID, timeout time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for n, uid := range old {
+			p := &corev1.Pod{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, p)).To(Succeed())
+			g.Expect(p.UID).NotTo(Equal(uid), "Pod %s not replaced yet", n)
+			g.Expect(podReady(p)).To(BeTrue(), "Pod %s not ready yet", n)
+		}
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+}

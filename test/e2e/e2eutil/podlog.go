@@ -32,7 +32,14 @@ type PodLog struct {
 // WatchPods starts recording; call Stop when done.
 func WatchPods(ctx context.Context, cs kubernetes.Interface, ns string) (*PodLog, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	// Watch from the list's resourceVersion: a watch from "" would begin
+	// with synthetic ADDED events for Pods that already exist.
+	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -24,11 +24,12 @@ import (
 )
 
 // One sandbox for the suite: "pf" is operated over port-forward through its
-// apiserver, "direct" by dialling Pod IPs. Specs use their own namespaces.
+// apiserver, "direct" by dialling Pod IPs; "faults" (port-forward) takes the
+// node-wide fault injection so it cannot disturb the lifecycle specs.
 var (
 	fleet     *sandbox.Fleet
 	operators = map[string]func(){}
-	clients   = map[string]client.Client{}
+	clients   = map[string]client.WithWatch{}
 )
 
 func TestMemberctl(t *testing.T) {
@@ -45,7 +46,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	fleet, err = sandbox.Start(ctx, sandbox.Options{
-		Clusters: []string{"pf", "direct"},
+		Clusters: []string{"pf", "direct", "faults"},
 		CRDDirs:  []string{crdDir()},
 		Kubelet:  kubelet.Options{RestartBackoff: 200 * time.Millisecond, MaxRestartBackoff: time.Second},
 		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
@@ -57,8 +58,8 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		}
 		Expect(fleet.Stop()).To(Succeed())
 	})
-	for _, name := range []string{"pf", "direct"} {
-		c, err := client.New(fleet.Cluster(name).Config, client.Options{Scheme: e2eutil.Scheme()})
+	for _, name := range []string{"pf", "direct", "faults"} {
+		c, err := client.NewWithWatch(fleet.Cluster(name).Config, client.Options{Scheme: e2eutil.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		clients[name] = c
 		startOperator(name)

@@ -1,0 +1,91 @@
+package memberctl_test
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/member"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+)
+
+func memberNames(ctx context.Context, c client.Client, ns, cluster string) []string {
+	var names []string
+	for n := range e2eutil.Members(ctx, c, ns, cluster) {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func firstMember(ctx context.Context, c client.Client, ns, cluster string) string {
+	return memberNames(ctx, c, ns, cluster)[0]
+}
+
+func getMember(ctx context.Context, c client.Client, ns, name string) *v1alpha1.EtcdMember {
+	m := &v1alpha1.EtcdMember{}
+	ExpectWithOffset(1, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m)).To(Succeed())
+	return m
+}
+
+func pod(ctx context.Context, c client.Client, ns, name string) *corev1.Pod {
+	p := &corev1.Pod{}
+	ExpectWithOffset(1, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+	return p
+}
+
+func podNode(ctx context.Context, c client.Client, ns, name string) string {
+	return pod(ctx, c, ns, name).Spec.NodeName
+}
+
+func setAnnotation(ctx context.Context, c client.Client, ns, name, value string) {
+	m := getMember(ctx, c, ns, name)
+	patch := client.MergeFrom(m.DeepCopy())
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[v1alpha1.AnnotationReplaceNow] = value
+	ExpectWithOffset(1, c.Patch(ctx, m, patch)).To(Succeed())
+}
+
+func warningEvents(ctx context.Context, cluster, ns, object, reason string) []corev1.Event {
+	list, err := fleet.Cluster(cluster).Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == object && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// failingStatusReconciler is a member reconciler on the real apiserver
+// whose EtcdMember status writes fail, as a conflict would.
+func failingStatusReconciler(ctx context.Context, cluster, ns, name string) (*member.Reconciler, types.NamespacedName) {
+	real := clients[cluster]
+	failing := interceptor.NewClient(real, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*v1alpha1.EtcdMember); ok && sub == "status" {
+				return errors.New("injected status write failure")
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	cl, _, err := operator.NewCluster(operator.ClusterConfig{REST: fleet.Cluster(cluster).Config, Client: failing, Reader: real,
+		Recorder: record.NewFakeRecorder(100), Access: operator.PortForward})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return &member.Reconciler{Clusters: workload.Static{C: cl}, Options: member.DefaultOptions()},
+		types.NamespacedName{Namespace: ns, Name: name}
+}
