@@ -66,6 +66,15 @@ test: lint verify-generated ## Build or reuse the binaries, then run every unit 
 test-e2e: ## Run only the sandbox e2e suites under test/.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./test/...
 
+.PHONY: demo
+demo: ## Run the main job on a local fleet: register clusters, reboot every node, watch them heal (DEMO_ARGS=--keep leaves it up).
+	@$(ASSETS_ENV) test/tools/assets.sh >/dev/null
+	$(TEST_ENV) go run ./test/demo $(DEMO_ARGS)
+
+.PHONY: bench
+bench: ## Run the benchmarks and print their figures (replacement latency, fleet heal time, memory).
+	$(TEST_ENV) go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/... ./fleet/limiter/...
+
 $(HELM):
 	GOBIN=$(dir $@) go install -trimpath \
 	  -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \

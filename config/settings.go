@@ -67,6 +67,5 @@ func Settings(c *Config) []Setting {
 		{"healthProbeBindAddress", "health-probe-bind-address", "Address of the /healthz and /readyz endpoints.", "probes.bindAddress", &c.HealthProbeBindAddress},
 		{"leaderElection", "leader-elect", "Elect a leader so that only one replica acts; others stand by.", "leaderElection.enabled", &c.LeaderElection},
 		{"leaderElectionID", "leader-election-id", "Name of the leader-election Lease (in the registration namespace).", "leaderElection.id", &c.LeaderElectionID},
-		{"ensureWorkloadCRDs", "ensure-workload-crds", "Install the EtcdCluster/EtcdMember CRDs in newly engaged workload clusters (needs CRD write permission there).", "manager.ensureWorkloadCRDs", &c.EnsureWorkloadCRDs},
 	}
 }

@@ -22,7 +22,11 @@ import (
 type registry struct {
 	newCluster func(ctx context.Context, name string, cl cluster.Cluster) (*workload.Cluster, io.Closer, error)
 	onGone     func(name string)
-	log        logr.Logger
+	// known reports whether the provider still has the cluster: a request
+	// for a cluster the provider has but the registry not yet is retried,
+	// one for a cluster that is gone is dropped.
+	known func(name string) bool
+	log   logr.Logger
 
 	mu       sync.RWMutex
 	clusters map[string]*entry
@@ -87,10 +91,22 @@ func (r *registry) Cluster(_ context.Context, name string) (*workload.Cluster, e
 	defer r.mu.RUnlock()
 	e := r.clusters[name]
 	if e == nil {
+		if r.known != nil && r.known(name) {
+			return nil, fmt.Errorf("cluster %q is being engaged", name)
+		}
 		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
 	}
 	return e.cl, nil
 }
+
+// Start implements manager.Runnable: the registry only reacts to Engage.
+func (r *registry) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection: engaged clusters are acted on by the leader only.
+func (r *registry) NeedLeaderElection() bool { return true }
 
 // Names lists the engaged clusters.
 func (r *registry) Names() []string {

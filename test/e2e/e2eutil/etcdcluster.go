@@ -92,16 +92,32 @@ func (e *Etcd) Close() { e.Client.Close(); e.dialer.Close() }
 // pods/portforward on the cluster's apiserver.
 func ConnectEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster string) *Etcd {
 	GinkgoHelper()
-	d, err := etcdaccess.NewPortForwardDialer(cfg, etcdaccess.PortForwardOptions{})
+	e, err := DialEtcd(ctx, cfg, c, ns, cluster)
 	Expect(err).NotTo(HaveOccurred())
+	return e
+}
+
+// DialEtcd is ConnectEtcd returning an error, for code outside a spec.
+func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster string) (*Etcd, error) {
+	var list v1alpha1.EtcdMemberList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: cluster}); err != nil {
+		return nil, err
+	}
+	d, err := etcdaccess.NewPortForwardDialer(cfg, etcdaccess.PortForwardOptions{})
+	if err != nil {
+		return nil, err
+	}
 	var eps []string
-	for n := range Members(ctx, c, ns, cluster) {
-		eps = append(eps, naming.ClientURL(ns, cluster, n, false))
+	for _, m := range list.Items {
+		eps = append(eps, naming.ClientURL(ns, cluster, m.Name, false))
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(etcdaccess.ContextDialer(d))}})
-	Expect(err).NotTo(HaveOccurred())
-	return &Etcd{Client: cli, dialer: d}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &Etcd{Client: cli, dialer: d}, nil
 }
 
 // PutKeys writes n keys under prefix, retrying each briefly.

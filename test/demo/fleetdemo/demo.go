@@ -1,0 +1,173 @@
+package fleetdemo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/config"
+	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
+)
+
+// Options shape the demo. Defaults live in DefaultOptions.
+type Options struct {
+	Clusters        int
+	EtcdClustersPer int
+	Keys            int
+	Rate            float64
+	Burst           int
+	Keep            bool
+	// HealTimeout bounds the wait for the fleet to heal.
+	HealTimeout time.Duration
+}
+
+// DefaultOptions: 3 workload clusters × 2 EtcdClusters × 3 members, the
+// manager's default limiter.
+func DefaultOptions() Options {
+	d := config.Default()
+	return Options{Clusters: 3, EtcdClustersPer: 2, Keys: 100, Rate: d.Limiter.Rate, Burst: d.Limiter.Burst, HealTimeout: 5 * time.Minute}
+}
+
+// Namespace is where registration Secrets live in the demo.
+const Namespace = "etcdfleet-system"
+
+// Run runs the demo, printing to out.
+func Run(ctx context.Context, out io.Writer, o Options) error {
+	start := time.Now()
+	names := []string{"mgmt"}
+	for i := 1; i <= o.Clusters; i++ {
+		names = append(names, fmt.Sprintf("w%d", i))
+	}
+	fmt.Fprintf(out, "==> starting %d real clusters (kube-apiserver, etcd, controller-manager, simulated kubelet with 3 nodes each)\n", len(names))
+	f, err := sandbox.Start(ctx, sandbox.Options{Clusters: names, CRDDirs: crdDirs()})
+	if err != nil {
+		return err
+	}
+	defer f.Stop()
+	fmt.Fprintf(out, "    up in %s\n", time.Since(start).Round(time.Second))
+	d, err := newDriver(f, o, out)
+	if err != nil {
+		return err
+	}
+	if err := d.register(ctx); err != nil {
+		return err
+	}
+	stopMgr, err := d.startManager(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopMgr()
+	if err := d.createEtcdClusters(ctx); err != nil {
+		return err
+	}
+	if err := d.waitHealed(ctx, "bootstrap", nil); err != nil {
+		return err
+	}
+	if err := d.writeKeys(ctx); err != nil {
+		return err
+	}
+	d.kubectl("get", "fleetclusters", "-n", Namespace)
+	before := d.replacements(ctx)
+	fmt.Fprintf(out, "\n==> rebooting every node of every cluster at once (graceful node shutdown: Pods left Failed or Succeeded)\n")
+	rebootAt := time.Now()
+	if err := f.RebootAll(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: 2 * time.Second}); err != nil {
+		return err
+	}
+	if err := d.waitHealed(ctx, "heal", d.terminalPods); err != nil {
+		return err
+	}
+	healed := time.Since(rebootAt)
+	if err := d.verifyKeys(ctx); err != nil {
+		return err
+	}
+	d.report(ctx, healed, before)
+	d.kubectl("get", "fleetclusters", "-n", Namespace)
+	d.kubectl("get", "fleet")
+	fmt.Fprintf(out, "\n==> every key verified; demo done in %s\n", time.Since(start).Round(time.Second))
+	if o.Keep {
+		return d.keep(ctx)
+	}
+	return nil
+}
+
+func crdDirs() []string {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return []string{filepath.Join(root, "config", "crd", "workload"), filepath.Join(root, "config", "crd", "management")}
+}
+
+// register creates each workload cluster's kubeconfig Secret.
+func (d *driver) register(ctx context.Context) error {
+	fmt.Fprintf(d.out, "==> registering %d workload clusters by creating their kubeconfig Secrets in %s\n", len(d.workloads), Namespace)
+	mgmt := d.f.Cluster("mgmt").Clientset.CoreV1()
+	if _, err := mgmt.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	for _, w := range d.workloads {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: Namespace, Labels: map[string]string{"etcdfleet.io/cluster-kubeconfig": "true"}},
+			Data:       map[string][]byte{"kubeconfig": w.Kubeconfig},
+		}
+		if _, err := mgmt.Secrets(Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startManager runs the fleet manager in process against mgmt.
+func (d *driver) startManager(ctx context.Context) (func(), error) {
+	c := config.Default()
+	c.Namespace, c.Limiter.Rate, c.Limiter.Burst = Namespace, d.o.Rate, d.o.Burst
+	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
+	fm, err := fleetmgr.New(d.f.Cluster("mgmt").Config, c)
+	if err != nil {
+		return nil, err
+	}
+	d.fleet = fm
+	fmt.Fprintf(d.out, "==> running the fleet manager (limiter %.0f/s, burst %d)\n", c.Limiter.Rate, c.Limiter.Burst)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- fm.Start(ctx) }()
+	return func() { cancel(); <-done }, nil
+}
+
+// kubectl prints what `kubectl get` shows on the management cluster.
+func (d *driver) kubectl(args ...string) {
+	fmt.Fprintf(d.out, "\n$ kubectl %s\n", joinArgs(args))
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), append([]string{"--kubeconfig", d.mgmtKubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = d.out, d.out
+	_ = cmd.Run()
+}
+
+func joinArgs(a []string) string {
+	s := ""
+	for i, x := range a {
+		if i > 0 {
+			s += " "
+		}
+		s += x
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

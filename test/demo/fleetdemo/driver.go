@@ -1,0 +1,262 @@
+package fleetdemo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+// etcdNamespace holds the demo's EtcdClusters in every workload cluster.
+const etcdNamespace = "demo"
+
+type driver struct {
+	f              *sandbox.Fleet
+	o              Options
+	out            io.Writer
+	workloads      []*sandbox.Cluster
+	clients        map[string]client.Client
+	fleet          *fleetmgr.Fleet
+	mgmtKubeconfig string
+	podsBefore     map[string]map[string]types.UID // cluster -> pod -> UID at reboot
+	lastProgress   string
+}
+
+func newDriver(f *sandbox.Fleet, o Options, out io.Writer) (*driver, error) {
+	d := &driver{f: f, o: o, out: out, clients: map[string]client.Client{}}
+	for _, c := range f.Clusters() {
+		if c.Name == "mgmt" {
+			continue
+		}
+		d.workloads = append(d.workloads, c)
+		cl, err := client.New(c.Config, client.Options{Scheme: fleetmgr.Scheme()})
+		if err != nil {
+			return nil, err
+		}
+		d.clients[c.Name] = cl
+	}
+	d.mgmtKubeconfig = filepath.Join(f.Dir, "mgmt.kubeconfig")
+	return d, os.WriteFile(d.mgmtKubeconfig, f.Cluster("mgmt").Kubeconfig, 0o600)
+}
+
+func (d *driver) etcdName(i int) string { return fmt.Sprintf("etcd-%c", 'a'+i) }
+
+func (d *driver) createEtcdClusters(ctx context.Context) error {
+	fmt.Fprintf(d.out, "==> creating %d EtcdClusters of 3 members in each workload cluster\n", d.o.EtcdClustersPer)
+	for _, w := range d.workloads {
+		c := d.clients[w.Name]
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: etcdNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+		for i := 0; i < d.o.EtcdClustersPer; i++ {
+			if err := c.Create(ctx, e2eutil.NewEtcdCluster(etcdNamespace, d.etcdName(i), 3, false)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// progress is one line per workload cluster: etcd clusters available and
+// members ready.
+func (d *driver) progress(ctx context.Context) (string, bool) {
+	var b strings.Builder
+	done := true
+	for _, w := range d.workloads {
+		var list etcdv1.EtcdClusterList
+		if err := d.clients[w.Name].List(ctx, &list, client.InNamespace(etcdNamespace)); err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", w.Name, err)
+			done = false
+			continue
+		}
+		avail, ready, want := 0, int32(0), int32(0)
+		for i := range list.Items {
+			ec := &list.Items[i]
+			if e2eutil.Available(ec) {
+				avail++
+			}
+			ready += ec.Status.ReadyMembers
+			want += *ec.Spec.Replicas
+		}
+		done = done && avail == d.o.EtcdClustersPer
+		fmt.Fprintf(&b, "  %s: etcd clusters available %d/%d, members ready %d/%d\n", w.Name, avail, d.o.EtcdClustersPer, ready, want)
+	}
+	return b.String(), done
+}
+
+// waitHealed prints progress whenever it changes until every EtcdCluster is
+// Available and extra (if any) agrees.
+func (d *driver) waitHealed(ctx context.Context, what string, extra func(context.Context) bool) error {
+	start := time.Now()
+	deadline := time.After(d.o.HealTimeout)
+	for {
+		line, done := d.progress(ctx)
+		if line != d.lastProgress {
+			fmt.Fprintf(d.out, "[%s +%5.1fs]\n%s", what, time.Since(start).Seconds(), line)
+			d.lastProgress = line
+		}
+		if done && (extra == nil || !extra(ctx)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("%s: not healed within %s", what, d.o.HealTimeout)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// terminalPods reports whether any member Pod is still the one the reboot
+// left behind (same UID) or not yet Ready.
+func (d *driver) terminalPods(ctx context.Context) bool {
+	for _, w := range d.workloads {
+		var pods corev1.PodList
+		if err := d.clients[w.Name].List(ctx, &pods, client.InNamespace(etcdNamespace)); err != nil {
+			return true
+		}
+		now := map[string]types.UID{}
+		for _, p := range pods.Items {
+			if isReady(&p) {
+				now[p.Name] = p.UID
+			}
+		}
+		for name, uid := range d.podsBefore[w.Name] {
+			if got, ok := now[name]; !ok || got == uid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (d *driver) writeKeys(ctx context.Context) error {
+	fmt.Fprintf(d.out, "==> writing %d keys to each etcd cluster (through port-forward)\n", d.o.Keys)
+	d.podsBefore = map[string]map[string]types.UID{}
+	return d.eachEtcd(ctx, func(w string, e *e2eutil.Etcd) error {
+		for i := 0; i < d.o.Keys; i++ {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := e.Put(cctx, fmt.Sprintf("demo/%05d", i), fmt.Sprintf("value-%d", i))
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (d *driver) verifyKeys(ctx context.Context) error {
+	return d.eachEtcd(ctx, func(w string, e *e2eutil.Etcd) error {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := e.Get(cctx, "demo/", clientv3.WithPrefix())
+		if err != nil {
+			return err
+		}
+		if len(resp.Kvs) != d.o.Keys {
+			return fmt.Errorf("cluster %s: %d keys, want %d", w, len(resp.Kvs), d.o.Keys)
+		}
+		for i, kv := range resp.Kvs {
+			if string(kv.Value) != fmt.Sprintf("value-%d", i) {
+				return fmt.Errorf("cluster %s: key %s has %q", w, kv.Key, kv.Value)
+			}
+		}
+		return nil
+	})
+}
+
+// eachEtcd runs fn against every etcd cluster of every workload cluster,
+// and records member Pod UIDs on the way.
+func (d *driver) eachEtcd(ctx context.Context, fn func(w string, e *e2eutil.Etcd) error) error {
+	for _, w := range d.workloads {
+		c := d.clients[w.Name]
+		for i := 0; i < d.o.EtcdClustersPer; i++ {
+			name := d.etcdName(i)
+			e, err := e2eutil.DialEtcd(ctx, w.Config, c, etcdNamespace, name)
+			if err != nil {
+				return err
+			}
+			err = fn(w.Name+"/"+name, e)
+			e.Close()
+			if err != nil {
+				return fmt.Errorf("%s/%s: %w", w.Name, name, err)
+			}
+		}
+		if d.podsBefore != nil {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(etcdNamespace)); err != nil {
+				return err
+			}
+			d.podsBefore[w.Name] = map[string]types.UID{}
+			for _, p := range pods.Items {
+				d.podsBefore[w.Name][p.Name] = p.UID
+			}
+		}
+	}
+	return nil
+}
+
+// replacements sums the members' replacement counters per cluster.
+func (d *driver) replacements(ctx context.Context) map[string]int32 {
+	out := map[string]int32{}
+	for _, w := range d.workloads {
+		var list etcdv1.EtcdMemberList
+		if err := d.clients[w.Name].List(ctx, &list, client.InNamespace(etcdNamespace)); err != nil {
+			continue
+		}
+		for _, m := range list.Items {
+			if m.Status.Replacement != nil {
+				out[w.Name] += m.Status.Replacement.Total
+			}
+		}
+	}
+	return out
+}
+
+func (d *driver) report(ctx context.Context, healed time.Duration, before map[string]int32) {
+	after := d.replacements(ctx)
+	stats := d.fleet.Limiter.Snapshot()
+	fmt.Fprintf(d.out, "\n==> healed in %s (limiter %.0f/s, burst %d)\n", healed.Round(100*time.Millisecond), stats.Rate, stats.Burst)
+	for _, w := range sortedKeys(after) {
+		fmt.Fprintf(d.out, "  %s: %d replacements, %d throttled waits\n", w, after[w]-before[w], stats.ThrottledByCluster[w])
+	}
+}
+
+// keep leaves the fleet up until interrupted.
+func (d *driver) keep(ctx context.Context) error {
+	fmt.Fprintf(d.out, "\n==> fleet left running (Ctrl-C to stop). Kubeconfigs:\n  mgmt: %s\n", d.mgmtKubeconfig)
+	for _, w := range d.workloads {
+		p := filepath.Join(d.f.Dir, w.Name+".kubeconfig")
+		if err := os.WriteFile(p, w.Kubeconfig, 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "  %s: %s\n", w.Name, p)
+	}
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,43 @@
+// Command demo runs etcdfleet's main job on a local fleet: see package
+// fleetdemo. Run it with `make demo`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/etcdfleet/etcdfleet/test/demo/fleetdemo"
+)
+
+func main() {
+	opts := fleetdemo.DefaultOptions()
+	flag.BoolVar(&opts.Keep, "keep", false, "leave the fleet running after the demo and print the kubeconfigs (Ctrl-C to stop)")
+	flag.IntVar(&opts.Clusters, "clusters", opts.Clusters, "workload clusters to start")
+	flag.IntVar(&opts.EtcdClustersPer, "etcd-clusters", opts.EtcdClustersPer, "EtcdClusters per workload cluster")
+	flag.Float64Var(&opts.Rate, "limiter-rate", opts.Rate, "fleet-wide replacements per second")
+	flag.IntVar(&opts.Burst, "limiter-burst", opts.Burst, "fleet-wide replacement burst")
+	verbose := flag.Bool("v", false, "show the manager's logs")
+	flag.Parse()
+	if *verbose {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := fleetdemo.Run(ctx, os.Stdout, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
