@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -87,7 +88,9 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	if g == nil {
 		g = gate.AllowAll{}
 	}
-	pool := etcdaccess.NewClientPool(dialer, nil)
+	// The etcd client logs every retry at warn; failures reach us as errors
+	// and end up in conditions and Events, so its own logging stays off.
+	pool := etcdaccess.NewClientPool(dialer, zap.NewNop())
 	cl := &workload.Cluster{Name: cfg.Name, Client: cfg.Client, Reader: cfg.Reader, Recorder: cfg.Recorder,
 		Etcd: &etcdops.Ops{Pool: pool}, Gate: g, Paused: cfg.Paused, Context: cfg.Context}
 	return cl, closers{pool, closer}, nil
