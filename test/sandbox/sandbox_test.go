@@ -15,6 +15,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/proc"
+	"github.com/etcdfleet/etcdfleet/test/sandbox/sandboxdns"
 )
 
 // bugWait is how long the reproduction watches terminal Pods not restart.
@@ -48,6 +49,17 @@ var _ = Describe("a hand-written 3-member etcd cluster", Ordered, func() {
 		Expect(countKeys(ctx, direct, "forwarded")).To(BeEquivalentTo(100))
 		ids = memberIDs(ctx, fwd)
 		Expect(ids).To(HaveLen(3))
+
+		By("resolving a Service name to the Pods it selects")
+		_, err := s1.Clientset.CoreV1().Services(ec.ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "ec-client"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/instance": ec.name},
+				Ports: []corev1.ServicePort{{Port: 2379}}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() int {
+			return len(sandboxdns.Lookup(filepath.Join(s1.Dir, "hosts"), "ec-client.repro.svc.cluster.local"))
+		}).WithTimeout(10 * time.Second).Should(Equal(3))
 	}, SpecTimeout(2*time.Minute))
 
 	It("reproduces the bug: after a graceful node shutdown the Pods stay terminal and etcd stays down", func(ctx SpecContext) {

@@ -76,10 +76,13 @@ func (o *Options) setDefaults() {
 
 // Kubelet simulates the kubelets of every Node of one cluster.
 type Kubelet struct {
-	opts    Options
-	pods    listerscorev1.PodLister
-	queue   workqueue.TypedRateLimitingInterface[string]
-	factory informers.SharedInformerFactory
+	opts     Options
+	pods     listerscorev1.PodLister
+	services listerscorev1.ServiceLister
+	svcMu    sync.Mutex
+	svcKeys  map[string][]string // hosts keys of Service names, see refreshServices
+	queue    workqueue.TypedRateLimitingInterface[string]
+	factory  informers.SharedInformerFactory
 
 	mu       sync.Mutex
 	nodes    map[string]*nodeState
@@ -102,7 +105,7 @@ type nodeState struct {
 func New(opts Options) *Kubelet {
 	opts.setDefaults()
 	k := &Kubelet{opts: opts, nodes: map[string]*nodeState{}, workers: map[string]*podWorker{},
-		finished: map[types.UID]bool{}, quit: make(chan struct{})}
+		finished: map[types.UID]bool{}, quit: make(chan struct{}), svcKeys: map[string][]string{}}
 	for i := 0; i < opts.Nodes; i++ {
 		name := fmt.Sprintf("%s-node-%d", opts.Cluster, i)
 		k.nodes[name] = &nodeState{name: name, up: true}
@@ -146,6 +149,14 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	}
 	if _, err := k.factory.Core().V1().PersistentVolumeClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: k.onClaimDeleted,
+	}); err != nil {
+		return err
+	}
+	svcInf := k.factory.Core().V1().Services()
+	k.services = svcInf.Lister()
+	refresh := func(any) { k.refreshServices() }
+	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: refresh, UpdateFunc: func(_, o any) { refresh(o) }, DeleteFunc: refresh,
 	}); err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ type podWorker struct {
 
 	mu         sync.Mutex
 	ip         string
+	released   bool // resources freed; the IP stays in status but serves nothing
 	containers []*container
 	mounts     []mount
 	started    time.Time
@@ -76,6 +77,16 @@ func (w *podWorker) stopNow(kind stopKind, grace time.Duration) {
 func (w *podWorker) podIP() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.ip
+}
+
+// liveIP is the IP while the Pod's resources are held, else "".
+func (w *podWorker) liveIP() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.released {
+		return ""
+	}
 	return w.ip
 }
 
@@ -150,6 +161,7 @@ func (w *podWorker) setUp(ctx context.Context) (stopRequest, bool) {
 			w.logf("hosts: %v", err)
 		}
 	}
+	w.k.refreshServices()
 	for i := range w.pod.Spec.Containers {
 		c := newContainer(w, &w.pod.Spec.Containers[i])
 		w.mu.Lock()
@@ -237,6 +249,10 @@ func (w *podWorker) releaseResources() {
 	if w.k.opts.Hosts != nil {
 		_ = w.k.opts.Hosts.Delete(w.key)
 	}
+	w.mu.Lock()
+	w.released = true
+	w.mu.Unlock()
+	w.k.refreshServices()
 	_ = os.RemoveAll(filepath.Join(w.dir, "volumes"))
 }
 

@@ -133,3 +133,10 @@ func lookup(path, name string) ([]netip.Addr, bool) {
 	}
 	return addrs, len(addrs) > 0
 }
+
+// Lookup returns the addresses the resolver would answer for name from
+// the hosts file at path (nil when unknown); for tests and diagnostics.
+func Lookup(path, name string) []netip.Addr {
+	addrs, _ := lookup(path, name)
+	return addrs
+}
