@@ -1,0 +1,111 @@
+// Command etcdfleetctl registers workload clusters with an etcdfleet
+// management cluster and shows the fleet dashboard. Logic: fleet/ctl.
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+
+	"github.com/etcdfleet/etcdfleet/fleet/ctl"
+)
+
+type mgmtFlags struct{ kubeconfig, context, namespace string }
+
+func (m *mgmtFlags) bind(c *cobra.Command) {
+	c.Flags().StringVar(&m.kubeconfig, "mgmt-kubeconfig", "", "kubeconfig of the management cluster (default $KUBECONFIG or ~/.kube/config)")
+	c.Flags().StringVar(&m.context, "mgmt-context", "", "context of the management cluster in that kubeconfig (default: its current context)")
+	c.Flags().StringVarP(&m.namespace, "namespace", "n", "etcdfleet-system", "namespace of the registration Secrets on the management cluster")
+}
+
+func (m *mgmtFlags) config() (*rest.Config, error) { return ctl.RESTConfig(m.kubeconfig, m.context) }
+
+func main() {
+	root := &cobra.Command{Use: "etcdfleetctl", Short: "Register workload clusters with etcdfleet and show the fleet dashboard",
+		SilenceUsage: true}
+	root.AddCommand(registerCmd(), unregisterCmd(), statusCmd())
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		os.Exit(1)
+	}
+}
+
+func registerCmd() *cobra.Command {
+	var m mgmtFlags
+	var kubeconfig, kctx, server string
+	var ttl time.Duration
+	c := &cobra.Command{
+		Use:   "register NAME",
+		Short: "Install etcdfleet's CRDs and least-privilege RBAC in a workload cluster and register it by Secret (again: rotates the token)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			wl, err := ctl.RESTConfig(kubeconfig, kctx)
+			if err != nil {
+				return err
+			}
+			mg, err := m.config()
+			if err != nil {
+				return err
+			}
+			return ctl.Register(cmd.Context(), ctl.RegisterOptions{Name: args[0], Workload: wl, Management: mg,
+				Namespace: m.namespace, TokenDuration: ttl, Server: server, Out: cmd.OutOrStdout()})
+		},
+	}
+	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster, with rights to install CRDs and RBAC (default $KUBECONFIG or ~/.kube/config)")
+	c.Flags().StringVar(&kctx, "context", "", "context of the workload cluster in that kubeconfig")
+	c.Flags().StringVar(&server, "server", "", "workload apiserver URL as the manager reaches it (default: the one in --kubeconfig)")
+	c.Flags().DurationVar(&ttl, "token-duration", 365*24*time.Hour, "lifetime of the minted ServiceAccount token; re-run register before it expires")
+	m.bind(c)
+	return c
+}
+
+func unregisterCmd() *cobra.Command {
+	var m mgmtFlags
+	var removeRBAC bool
+	var kubeconfig, kctx string
+	c := &cobra.Command{
+		Use:   "unregister NAME",
+		Short: "Delete a cluster's registration Secret; the manager disengages it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mg, err := m.config()
+			if err != nil {
+				return err
+			}
+			o := ctl.UnregisterOptions{Name: args[0], Management: mg, Namespace: m.namespace, Out: cmd.OutOrStdout()}
+			if removeRBAC {
+				if o.Workload, err = ctl.RESTConfig(kubeconfig, kctx); err != nil {
+					return err
+				}
+			}
+			return ctl.Unregister(cmd.Context(), o)
+		},
+	}
+	c.Flags().BoolVar(&removeRBAC, "remove-workload-rbac", false, "also remove the manager's ServiceAccount and RBAC from the workload cluster")
+	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster (with --remove-workload-rbac)")
+	c.Flags().StringVar(&kctx, "context", "", "context of the workload cluster (with --remove-workload-rbac)")
+	m.bind(c)
+	return c
+}
+
+func statusCmd() *cobra.Command {
+	var m mgmtFlags
+	var output string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show the fleet summary and one row per registered cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			mg, err := m.config()
+			if err != nil {
+				return err
+			}
+			return ctl.Status(cmd.Context(), mg, m.namespace, output, cmd.OutOrStdout())
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml (default: tables)")
+	m.bind(c)
+	return c
+}
