@@ -1,0 +1,115 @@
+package dashboard
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+)
+
+// ClusterInfo is what the fleet wiring knows about one registered workload
+// cluster: its registration Secret and the last probe of its apiserver.
+type ClusterInfo struct {
+	// Name and Namespace are the registration Secret's, and so the
+	// FleetCluster's.
+	Name, Namespace string
+	// SecretUID is the Secret's UID; the FleetCluster is owned by it.
+	SecretUID types.UID
+	// Connected is true when the workload apiserver answered the last probe.
+	Connected bool
+	// Reason and Message explain Connected (e.g. ProbeFailed and the error).
+	Reason, Message string
+	// ServerVersion is the workload apiserver's git version.
+	ServerVersion string
+	// LastProbeTime is when the workload apiserver was last probed.
+	LastProbeTime time.Time
+	// Paused is true when the Secret asks for this cluster to be paused.
+	Paused bool
+}
+
+// Source is implemented by the fleet wiring.
+type Source interface {
+	// Clusters returns every registered Secret.
+	Clusters() []ClusterInfo
+	// EtcdObjects returns the EtcdClusters and EtcdMembers of a workload
+	// cluster from that cluster's cache, or an error if the cluster is not
+	// engaged. cluster is Options.ClusterKey of the cluster's ClusterInfo.
+	EtcdObjects(ctx context.Context, cluster string) ([]etcdv1.EtcdCluster, []etcdv1.EtcdMember, error)
+}
+
+// LimiterStats is the part of the fleet limiter the dashboard reads.
+type LimiterStats interface {
+	Snapshot() limiter.Stats
+}
+
+// Defaults for Options. Options.withDefaults is the only place they are
+// applied.
+const (
+	// DefaultMinInterval keeps a fleet reboot, where every etcd object of
+	// every cluster changes many times a second, from becoming a write
+	// storm on the management apiserver: each object is written at most
+	// once per interval, with the latest state.
+	DefaultMinInterval = 2 * time.Second
+	// DefaultResync re-reads every cluster even without Notify, which also
+	// picks up limiter counters and changes the wiring did not report.
+	DefaultResync = 10 * time.Second
+	// DefaultProbeRefresh: a change of lastProbeTime alone is written only
+	// once the stored time is this old, so probes every few seconds do not
+	// rewrite every FleetCluster.
+	DefaultProbeRefresh = time.Minute
+	// DefaultOrphanGrace is how long a FleetCluster must stay unregistered
+	// before it is deleted. It covers a wiring that lists its Secrets only
+	// after the writer starts, which would otherwise delete (and lose the
+	// last known state of) every FleetCluster on a manager restart.
+	DefaultOrphanGrace = 30 * time.Second
+)
+
+// Timeouts of reads that should be answered from memory at once, so a
+// cache that is not synced cannot stall the loop or FleetPaused's caller.
+const (
+	fleetReadTimeout = 5 * time.Second
+	etcdReadTimeout  = 2 * time.Second
+)
+
+// Options configure a Writer. Zero fields take the Default* values.
+type Options struct {
+	// MinInterval is the shortest time between two writes of one object.
+	MinInterval time.Duration
+	// Resync is how often every cluster is recomputed without Notify.
+	Resync time.Duration
+	// ProbeRefresh is how stale a stored lastProbeTime may get before a
+	// change of it alone is written.
+	ProbeRefresh time.Duration
+	// OrphanGrace is how long a FleetCluster whose Secret is no longer
+	// registered is kept before it is deleted.
+	OrphanGrace time.Duration
+	// ClusterKey names a cluster the way Notify, Source.EtcdObjects and the
+	// limiter's per-cluster maps do. Default: DefaultClusterKey.
+	ClusterKey func(ClusterInfo) string
+}
+
+// DefaultClusterKey names a cluster "<namespace>/<name>" of its Secret.
+func DefaultClusterKey(c ClusterInfo) string { return c.Namespace + "/" + c.Name }
+
+// withDefaults returns o with every zero or negative field set to its default.
+func (o Options) withDefaults() Options {
+	if o.MinInterval <= 0 {
+		o.MinInterval = DefaultMinInterval
+	}
+	if o.Resync <= 0 {
+		o.Resync = DefaultResync
+	}
+	if o.ProbeRefresh <= 0 {
+		o.ProbeRefresh = DefaultProbeRefresh
+	}
+	if o.OrphanGrace <= 0 {
+		o.OrphanGrace = DefaultOrphanGrace
+	}
+	if o.ClusterKey == nil {
+		o.ClusterKey = DefaultClusterKey
+	}
+	return o
+}

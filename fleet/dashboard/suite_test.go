@@ -1,0 +1,288 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+)
+
+// The suite runs the pure specs and the Writer specs in one binary. The
+// Writer specs run against ONE real kube-apiserver and etcd (envtest) with
+// the management CRDs; each starts its own manager and Writer, with a
+// stubSource and stubLimiter standing in for the fleet wiring.
+
+var (
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client // direct: every read sees the previous write
+	clientset *kubernetes.Clientset
+	scheme    = runtime.NewScheme()
+	nsSeq     atomic.Int64
+)
+
+func TestDashboard(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "fleet/dashboard (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(GinkgoLogr)
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		Fail("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver to test against: run `make test`, or " +
+			"export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s before `go test`")
+	}
+	useExisting := false
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "management")},
+		ErrorIfCRDPathMissing: true,
+		UseExistingCluster:    &useExisting,
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		testEnv.ControlPlaneStartTimeout = 90 * time.Second
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(fleetv1.AddToScheme(scheme)).To(Succeed())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	clientset, err = kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// newNamespace creates a fresh namespace so specs never share objects.
+func newNamespace() string {
+	GinkgoHelper()
+	name := fmt.Sprintf("dashboard-test-%d", nsSeq.Add(1))
+	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	return name
+}
+
+// newSecret creates a registration Secret and returns its ClusterInfo,
+// connected and probed now.
+func newSecret(ns, name string) ClusterInfo {
+	GinkgoHelper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{"fleet.etcdfleet.io/cluster": "true"}}}
+	Expect(k8sClient.Create(context.Background(), s)).To(Succeed())
+	return ClusterInfo{Name: name, Namespace: ns, SecretUID: s.UID, Connected: true,
+		Reason: fleetv1.ReasonProbeSucceeded, ServerVersion: "v1.36.3", LastProbeTime: time.Now()}
+}
+
+// running is a started manager with a Writer and a counting client.
+type running struct {
+	w      *Writer
+	writes *countingClient
+}
+
+// startWriter starts a manager running a Writer over src and lim; the
+// manager stops when the spec ends.
+func startWriter(src Source, lim LimiterStats, opts Options) running {
+	GinkgoHelper()
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	cc := &countingClient{Client: mgr.GetClient(), n: map[string]int{}}
+	w := New(cc, src, lim, opts)
+	Expect(mgr.Add(w)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	DeferCleanup(func() {
+		cancel()
+		Eventually(done, 30*time.Second).Should(BeClosed())
+	})
+	return running{w: w, writes: cc}
+}
+
+// countingClient counts the writes made through it, per object.
+type countingClient struct {
+	client.Client
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// writeKey names an object whether typed or unstructured: FleetClusters
+// are namespaced and the Fleet is not, so namespace/name is enough.
+func writeKey(obj client.Object) string { return client.ObjectKeyFromObject(obj).String() }
+
+func (c *countingClient) count(obj client.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[writeKey(obj)]++
+}
+
+// Writes returns how many writes were made to obj so far.
+func (c *countingClient) Writes(obj client.Object) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[writeKey(obj)]
+}
+
+func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.count(obj)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.count(obj)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *countingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+	c.count(obj)
+	return c.Client.Patch(ctx, obj, p, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.count(obj)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return countingStatus{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	c *countingClient
+}
+
+func (s countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.c.count(obj)
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (s countingStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.c.count(obj)
+	return s.SubResourceWriter.Patch(ctx, obj, p, opts...)
+}
+
+// stubSource is the fleet wiring: registered clusters and their etcd
+// objects, changed by the specs.
+type stubSource struct {
+	mu       sync.Mutex
+	clusters []ClusterInfo
+	etcd     map[string]stubEtcd
+	// probeNow, when set, stamps LastProbeTime = now on every Clusters
+	// call, as a wiring probing continuously would.
+	probeNow bool
+}
+
+type stubEtcd struct {
+	clusters []etcdv1.EtcdCluster
+	members  []etcdv1.EtcdMember
+	err      error
+}
+
+func newStubSource() *stubSource { return &stubSource{etcd: map[string]stubEtcd{}} }
+
+func (s *stubSource) Clusters() []ClusterInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]ClusterInfo(nil), s.clusters...)
+	if s.probeNow {
+		for i := range out {
+			out[i].LastProbeTime = time.Now()
+		}
+	}
+	return out
+}
+
+func (s *stubSource) EtcdObjects(_ context.Context, cluster string) ([]etcdv1.EtcdCluster, []etcdv1.EtcdMember, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.etcd[cluster]
+	if !ok {
+		return nil, nil, fmt.Errorf("cluster %s is not engaged", cluster)
+	}
+	return e.clusters, e.members, e.err
+}
+
+// set registers info (replacing one of the same Secret) with its etcd objects.
+func (s *stubSource) set(info ClusterInfo, e stubEtcd) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.remove(info)
+	s.clusters = append(s.clusters, info)
+	s.etcd[DefaultClusterKey(info)] = e
+}
+
+// update changes a registered cluster's info in place.
+func (s *stubSource) update(ns, name string, f func(*ClusterInfo)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.clusters {
+		if s.clusters[i].Namespace == ns && s.clusters[i].Name == name {
+			f(&s.clusters[i])
+		}
+	}
+}
+
+func (s *stubSource) unregister(info ClusterInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.remove(info)
+}
+
+func (s *stubSource) remove(info ClusterInfo) {
+	out := s.clusters[:0]
+	for _, c := range s.clusters {
+		if c.Namespace != info.Namespace || c.Name != info.Name {
+			out = append(out, c)
+		}
+	}
+	s.clusters = out
+}
+
+// stubLimiter returns a fixed Stats.
+type stubLimiter struct {
+	mu sync.Mutex
+	s  limiter.Stats
+}
+
+func (l *stubLimiter) Snapshot() limiter.Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s
+}
