@@ -1,0 +1,337 @@
+package kubeconfigsecret
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// conn owns one cluster's lifecycle in its own goroutine (run): connect,
+// engage, probe, disengage, retry. Nothing it does blocks another cluster.
+type conn struct {
+	p      *Provider
+	name   string
+	log    logr.Logger
+	ctx    context.Context // cancelled when the Secret goes away or the manager stops
+	cancel context.CancelFunc
+
+	mu            sync.Mutex
+	spec          secretSpec
+	attemptHash   string
+	attemptCancel context.CancelFunc // cancels the current attempt when the kubeconfig changes
+	lastHash      string
+}
+
+// session is one engagement of a cluster; ctx is its engagement context.
+type session struct {
+	conn    *conn
+	cl      cluster.Cluster
+	ctx     context.Context
+	cancel  context.CancelFunc
+	probe   rest.Interface
+	red     redactor
+	version string
+	indexed int // indexers applied at creation
+}
+
+type outcome int
+
+const (
+	stopped      outcome = iota // the Secret is gone or the manager stops
+	changed                     // the kubeconfig changed: reconnect now
+	unauthorized                // 401: reconnect now with the Secret's current contents
+	disconnected                // probes failed: reconnect after backoff
+)
+
+// newConn is called with p.mu held.
+func newConn(p *Provider, name string, spec secretSpec) *conn {
+	ctx, cancel := context.WithCancel(p.runCtx)
+	log := p.log.WithValues("cluster", name)
+	return &conn{p: p, name: name, log: log, ctx: logr.NewContext(ctx, log), cancel: cancel, spec: spec}
+}
+
+// setSpec hands the Secret's latest contents to the owner; a different
+// kubeconfig cancels whatever the owner is doing (connecting, waiting out a
+// backoff, or running an engaged cluster) so that it starts over with it.
+// The state says so before the engagement context is cancelled: Connected
+// is never true for a cancelled engagement.
+func (c *conn) setSpec(s secretSpec) {
+	c.mu.Lock()
+	c.spec = s
+	var interrupt context.CancelFunc
+	if c.attemptCancel != nil && s.hash != c.attemptHash {
+		interrupt = c.attemptCancel
+	}
+	c.mu.Unlock()
+	c.p.update(c, func(st *ClusterState) {
+		st.SecretUID, st.Paused = s.uid, s.paused
+		if interrupt != nil {
+			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "the kubeconfig changed; reconnecting"
+			st.ConsecutiveFailures = 0
+		}
+	})
+	if interrupt != nil {
+		interrupt()
+	}
+}
+
+// begin starts an attempt with the Secret's current contents.
+func (c *conn) begin() (secretSpec, context.Context, context.CancelFunc) {
+	cur, ok := c.p.currentSpec(c.ctx, c.name)
+	c.mu.Lock()
+	if ok {
+		c.spec = cur
+	}
+	spec := c.spec
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.attemptHash, c.attemptCancel = spec.hash, cancel
+	fresh := spec.hash != c.lastHash && spec.invalid == ""
+	c.lastHash = spec.hash
+	c.mu.Unlock()
+	c.p.update(c, func(st *ClusterState) {
+		st.SecretUID, st.Paused = spec.uid, spec.paused
+		if fresh && st.Reason != ReasonConnecting {
+			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "connecting with a new kubeconfig"
+			st.ConsecutiveFailures = 0
+		}
+	})
+	return spec, ctx, cancel
+}
+
+// interrupted tells why an attempt context ended.
+func (c *conn) interrupted() outcome {
+	if c.ctx.Err() != nil {
+		return stopped
+	}
+	return changed
+}
+
+func (c *conn) run() {
+	defer c.cancel()
+	b := c.p.opts.Backoff
+	var delay time.Duration
+	for {
+		spec, actx, acancel := c.begin()
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-actx.Done():
+			}
+			t.Stop()
+			if actx.Err() != nil {
+				acancel()
+				if c.interrupted() == stopped {
+					return
+				}
+				b, delay = c.p.opts.Backoff, 0
+				continue
+			}
+		}
+		start := time.Now()
+		s, f := c.connect(actx, spec)
+		if f != nil {
+			interrupted := actx.Err() != nil
+			acancel()
+			if interrupted {
+				if c.interrupted() == stopped {
+					return
+				}
+				b, delay = c.p.opts.Backoff, 0
+				continue
+			}
+			delay = b.Step()
+			c.log.Info("Connection attempt failed", "reason", f.reason, "message", f.msg, "retryIn", delay)
+			c.p.update(c, func(st *ClusterState) {
+				st.Connected, st.Reason = false, f.reason
+				st.Message = fmt.Sprintf("%s; retrying in %s", f.msg, delay.Round(10*time.Millisecond))
+				st.ConsecutiveFailures++
+			})
+			continue
+		}
+		engageDuration.WithLabelValues(c.p.opts.Namespace).Observe(time.Since(start).Seconds())
+		c.log.Info("Cluster engaged", "serverVersion", s.version, "took", time.Since(start).Round(time.Millisecond))
+		b, delay = c.p.opts.Backoff, 0
+		out := c.supervise(actx, s)
+		c.p.clearActive(s)
+		s.cancel()
+		acancel()
+		switch out {
+		case stopped:
+			c.log.Info("Cluster disengaged")
+			return
+		case changed, unauthorized:
+			c.log.Info("Cluster disengaged; reconnecting now", "why", map[outcome]string{changed: "kubeconfig changed", unauthorized: "unauthorized"}[out])
+		case disconnected:
+			delay = b.Step()
+			c.log.Info("Cluster disengaged: disconnected", "retryIn", delay)
+			c.p.update(c, func(st *ClusterState) {
+				st.Message += fmt.Sprintf("; retrying in %s", delay.Round(10*time.Millisecond))
+			})
+		}
+	}
+}
+
+// connect runs pre-flight, builds and starts the cluster, syncs the watched
+// informers and engages it. Every step is bounded by a timeout.
+func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failure) {
+	o := c.p.opts
+	if spec.invalid != "" {
+		return nil, &failure{reason: ReasonInvalidSecret, msg: spec.invalid}
+	}
+	cfg, red, err := parseKubeconfig(spec.data)
+	if err != nil {
+		return nil, classify(err, "kubeconfig", red)
+	}
+	// Timeout bounds the calls that ignore contexts (discovery, RESTMapper)
+	// against a server that accepts connections but never answers; it is
+	// 30s, not 5s, because client-go cuts every watch at this timeout too.
+	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
+	version, f := c.preflight(actx, cfg, red)
+	if f != nil {
+		return nil, f
+	}
+	cl, err := cluster.New(cfg, o.ClusterOptions...)
+	if err != nil {
+		return nil, classify(err, "create cluster", red)
+	}
+	indexers := c.p.snapshotIndexers()
+	for _, ix := range indexers {
+		if err := cl.GetFieldIndexer().IndexField(actx, ix.obj, ix.field, ix.fn); err != nil {
+			return nil, classify(err, fmt.Sprintf("index field %q", ix.field), red)
+		}
+	}
+	probe, err := probeClient(cfg, o.ProbeTimeout)
+	if err != nil {
+		return nil, classify(err, "probe client", red)
+	}
+	sctx, scancel := context.WithCancel(actx)
+	startErr := make(chan error, 1)
+	go func() {
+		err := cl.Start(sctx)
+		if err != nil && sctx.Err() == nil {
+			c.log.Error(fmt.Errorf("%s", red.redact(err.Error())), "Cluster stopped")
+		}
+		startErr <- err
+		scancel()
+	}()
+	s := &session{conn: c, cl: cl, ctx: sctx, cancel: scancel, probe: probe, red: red, version: version, indexed: len(indexers)}
+	if f := c.syncInformers(s, startErr); f != nil {
+		scancel()
+		return nil, f
+	}
+	late, ok := c.p.setActive(s)
+	if !ok {
+		scancel()
+		return nil, &failure{reason: ReasonError, msg: "the Secret was removed"}
+	}
+	for _, ix := range late {
+		if err := cl.GetFieldIndexer().IndexField(sctx, ix.obj, ix.field, ix.fn); err != nil {
+			c.p.clearActive(s)
+			scancel()
+			return nil, classify(err, fmt.Sprintf("index field %q", ix.field), red)
+		}
+	}
+	if f := c.engage(s); f != nil {
+		c.p.clearActive(s)
+		scancel()
+		return nil, f
+	}
+	c.p.update(c, func(st *ClusterState) {
+		st.Connected, st.Reason, st.Message = true, ReasonConnected, "engaged"
+		st.ServerVersion, st.LastProbeTime, st.ConsecutiveFailures = version, time.Now(), 0
+	})
+	return s, nil
+}
+
+// engage calls mgr.Engage with the engagement context. The informers of
+// the watched kinds are synced, so mcr's sources register at once; should a
+// controller watch another kind, its informer syncs under a lock shared by
+// every cluster (mcr §5.1), so the call is bounded by SyncTimeout and the
+// cluster is cancelled if it takes longer (which also unblocks the sources).
+func (c *conn) engage(s *session) *failure {
+	done := make(chan error, 1)
+	go func() { done <- c.p.mgr.Engage(s.ctx, multicluster.ClusterName(c.name), s.cl) }()
+	t := time.NewTimer(c.p.opts.SyncTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return &failure{reason: ReasonEngageFailed, msg: "engage: " + s.red.redact(err.Error())}
+		}
+		return nil
+	case <-t.C:
+		s.cancel()
+		return &failure{reason: ReasonEngageFailed, msg: fmt.Sprintf(
+			"engage did not return within %s; does a controller watch a kind missing from Options.WatchedKinds?", c.p.opts.SyncTimeout)}
+	case <-s.ctx.Done():
+		return &failure{reason: ReasonEngageFailed, msg: "engage: the cluster stopped"}
+	}
+}
+
+// supervise probes an engaged cluster until it must be disengaged.
+func (c *conn) supervise(actx context.Context, s *session) outcome {
+	o := c.p.opts
+	t := time.NewTicker(o.ProbeInterval)
+	defer t.Stop()
+	fails := 0
+	for {
+		select {
+		case <-actx.Done():
+			return c.interrupted()
+		case <-s.ctx.Done():
+			if actx.Err() != nil {
+				return c.interrupted()
+			}
+			c.p.update(c, func(st *ClusterState) {
+				st.Connected, st.Reason, st.Message = false, ReasonDisconnected, "the cluster's cache stopped"
+				st.ConsecutiveFailures++
+			})
+			return disconnected
+		case <-t.C:
+		}
+		version, err := c.probe(actx, s)
+		now := time.Now()
+		if err == nil {
+			fails = 0
+			c.p.update(c, func(st *ClusterState) {
+				st.Connected, st.Reason, st.Message = true, ReasonConnected, "engaged"
+				st.ServerVersion, st.LastProbeTime, st.ConsecutiveFailures = version, now, 0
+			})
+			continue
+		}
+		if actx.Err() != nil {
+			return c.interrupted()
+		}
+		f := classify(err, "probe", s.red)
+		fails++
+		c.log.V(1).Info("Probe failed", "reason", f.reason, "message", f.msg, "consecutiveFailures", fails)
+		switch {
+		case f.reason == ReasonUnauthorized:
+			c.p.update(c, func(st *ClusterState) {
+				st.Connected, st.Reason, st.LastProbeTime = false, ReasonUnauthorized, now
+				st.Message = f.msg + "; reconnecting with the Secret's current contents"
+				st.ConsecutiveFailures++
+			})
+			return unauthorized
+		case fails >= o.FailureThreshold:
+			c.p.update(c, func(st *ClusterState) {
+				st.Connected, st.Reason, st.LastProbeTime = false, ReasonDisconnected, now
+				st.Message = fmt.Sprintf("%d consecutive probes failed, last: %s", fails, f.msg)
+				st.ConsecutiveFailures = fails
+			})
+			return disconnected
+		default:
+			c.p.update(c, func(st *ClusterState) {
+				st.LastProbeTime, st.ConsecutiveFailures = now, fails
+				st.Message = fmt.Sprintf("probe failed (%d/%d): %s", fails, o.FailureThreshold, f.msg)
+			})
+		}
+	}
+}

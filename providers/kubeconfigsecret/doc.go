@@ -1,0 +1,99 @@
+// Package kubeconfigsecret is a multicluster-runtime Provider that engages
+// one workload cluster per kubeconfig Secret in the management cluster.
+//
+// # Setup
+//
+// A workload cluster is registered by a Secret in the provider's namespace
+// with the label etcdfleet.io/cluster-kubeconfig: "true" and its kubeconfig
+// under the data key "kubeconfig". The cluster's name is the Secret's name.
+// The kubeconfig must be self-contained (inline token or client certificate,
+// certificate-authority-data); exec and auth-provider plugins and file
+// references are refused, because whoever writes the Secret would otherwise
+// run programs in, or read files of, the operator (such as its own token).
+//
+// The credentials need list and watch on etcdclusters, etcdmembers, pods,
+// persistentvolumeclaims, services and poddisruptionbudgets cluster-wide,
+// and create on pods/portforward (DefaultAccessChecks). The operator needs
+// get/list/watch on Secrets in the namespace of the management cluster.
+//
+// Annotating the Secret etcdfleet.io/paused: "true" marks the cluster
+// paused in its ClusterState; the cluster stays engaged and watched.
+//
+// # Usage
+//
+//	opts := kubeconfigsecret.Options{
+//		Namespace:      "etcdfleet-system",
+//		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = operator.CacheByObject() }},
+//		OnChange:       dashboard.Refresh,
+//	}
+//	p, err := kubeconfigsecret.New(opts)
+//	mgr, err := mcmanager.New(cfg, p, mcmanager.Options{
+//		Scheme: kubeconfigsecret.NewScheme(),
+//		// Cache only the labelled Secrets of the namespace, not every Secret.
+//		Cache:          cache.Options{ByObject: opts.CacheByObject()},
+//		LeaderElection: true, // only the leader connects to workload clusters
+//	})
+//	err = p.SetupWithManager(ctx, mgr)
+//	// multicluster controllers: mcbuilder.ControllerManagedBy(mgr).For(&v1alpha1.EtcdMember{})...
+//	err = mgr.Start(ctx)
+//
+// Reconcilers should bind their work on a cluster to p.Context(name): it is
+// cancelled when that cluster is disengaged, so in-flight reconciles stop
+// instead of acting through a cluster whose cache has stopped. States and
+// State feed the dashboard; Get returns multicluster.ErrClusterNotFound for
+// a cluster that is not engaged, which mcr's reconcile wrapper drops.
+//
+// # Implementation details
+//
+// A controller on the local manager reconciles Secrets by name. A Secret
+// that is gone from the cache, no longer labelled, or being deleted
+// disengages its cluster; deleting and un-labelling are the same, and no
+// cluster outlives its Secret. (The upstream kubeconfig provider filters the
+// label in a predicate on the new object, so un-labelling is ignored and a
+// later delete of the unlabelled Secret leaks the cluster.) Any other
+// Secret is handed to the cluster's connection owner, one goroutine per
+// cluster, and reconcile returns at once: no cluster waits for another.
+//
+// The owner parses the kubeconfig with clientcmd and sets the clients'
+// QPS, Burst and Timeout (30s: a timeout bounds calls that ignore contexts
+// against a server that accepts connections but never answers, and client-go
+// also cuts watches at it, so it cannot be a few seconds). Then, under
+// PreflightTimeout, it asks for the server version and one
+// SelfSubjectAccessReview per permission. Only then does it build the
+// cluster.Cluster, start it, and sync the informers of WatchedKinds under
+// SyncTimeout; and only then does it call mgr.Engage. mcr's Engage holds one
+// controller-wide lock while each watch waits for its informer to sync, so a
+// hung, refusing or forbidden cluster reaching it would stall every other
+// cluster's engagement; here such a cluster fails its pre-flight instead, and
+// Engage itself is bounded by SyncTimeout. A failed attempt sets the state's
+// Reason and Message (credentials are removed from every message) and is
+// retried after Backoff (1s doubling to 5m); a new kubeconfig in the Secret
+// interrupts the wait, or the attempt, at once.
+//
+// An engaged cluster is probed (GET /version) every ProbeInterval under
+// ProbeTimeout. FailureThreshold failures in a row disengage it (its
+// engagement context is cancelled, which stops its cache and the
+// controllers' watches on it) and it reconnects after Backoff. A 401
+// disengages at once, without waiting for the threshold, and reconnects
+// with the Secret's current contents. Writing a rotated token into the
+// Secret changes the kubeconfig's sha256, which re-engages the cluster at
+// once, also in the middle of a backoff. Every cluster's context derives from a
+// leader-elected runnable's context, never from a reconcile's, so a
+// controller ReconciliationTimeout cannot disengage clusters.
+//
+// Metrics on controller-runtime's registry: engage and probe latency
+// histograms and a gauge of clusters by state (see the Metric constants).
+//
+// # Trade-offs
+//
+// WatchedKinds must list every kind the multicluster controllers watch: a
+// kind missing from it is synced inside mgr.Engage, under the shared lock,
+// bounded only by SyncTimeout. A cluster is disengaged while it reconnects,
+// so queued requests for it are dropped by mcr (the new informers' initial
+// lists enqueue everything again). The probe only shows that the API server
+// answers and accepts the credentials; a permission revoked after the
+// pre-flight shows up as informer errors, not in the state. Secrets in one
+// namespace only, and cluster names are Secret names, so they are unique.
+// State lives in memory: after a restart or a change of leader, the new
+// leader connects to every cluster afresh.
+package kubeconfigsecret

@@ -1,0 +1,47 @@
+package kubeconfigsecret
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metric names, registered on controller-runtime's metrics.Registry (served
+// by the manager's metrics endpoint).
+const (
+	MetricEngageDuration = "etcdfleet_kubeconfigsecret_engage_duration_seconds"
+	MetricProbeDuration  = "etcdfleet_kubeconfigsecret_probe_duration_seconds"
+	MetricClusters       = "etcdfleet_kubeconfigsecret_clusters"
+)
+
+var (
+	engageDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    MetricEngageDuration,
+		Help:    "Time from the start of a connection attempt (pre-flight) to the cluster being engaged, by Secret namespace.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"namespace"})
+	probeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    MetricProbeDuration,
+		Help:    "Latency of workload-cluster health probes, by Secret namespace and result (success or failure).",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+	}, []string{"namespace", "result"})
+	clustersGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricClusters,
+		Help: "Registered workload clusters by Secret namespace and state (the ClusterState Reason).",
+	}, []string{"namespace", "state"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(engageDuration, probeDuration, clustersGauge)
+}
+
+// setClusterCounts publishes the counts of one provider's clusters by
+// reason; every known reason is set, so a state that empties reads 0.
+func setClusterCounts(namespace string, states map[string]*ClusterState) {
+	counts := map[string]int{}
+	for _, s := range states {
+		counts[s.Reason]++
+	}
+	for _, r := range allReasons {
+		clustersGauge.WithLabelValues(namespace, r).Set(float64(counts[r]))
+	}
+}

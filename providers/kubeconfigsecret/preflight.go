@@ -1,0 +1,220 @@
+package kubeconfigsecret
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// preflight checks, under PreflightTimeout, that the server answers (its
+// version) and that the credentials may do everything in AccessChecks.
+// Nothing is built or cached for the cluster before it passes.
+func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor) (string, *failure) {
+	d := c.p.opts.PreflightTimeout
+	ctx, cancel := context.WithTimeout(actx, d)
+	defer cancel()
+	pcfg := rest.CopyConfig(cfg)
+	// A backstop for calls that ignore contexts; a little longer than the
+	// context's deadline, which is what normally ends a hung pre-flight.
+	pcfg.Timeout = d + time.Second
+	cs, err := kubernetes.NewForConfig(pcfg)
+	if err != nil {
+		return "", classify(err, "pre-flight client", red)
+	}
+	ver, err := serverVersion(ctx, cs.Discovery().RESTClient())
+	if err != nil {
+		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: the API server did not answer within %s", d),
+			"pre-flight: server version", red)
+	}
+	denied, err := checkAccess(ctx, cs, c.p.opts.AccessChecks)
+	if err != nil {
+		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: access checks did not finish within %s", d),
+			"pre-flight: access check", red)
+	}
+	if len(denied) > 0 {
+		return "", &failure{reason: ReasonForbidden,
+			msg: "pre-flight: the credentials lack permissions: " + strings.Join(denied, "; ")}
+	}
+	return ver, nil
+}
+
+// timeoutOr reports the step's own timeout plainly, and classifies other
+// errors.
+func (c *conn) timeoutOr(ctx, actx context.Context, err error, timeoutMsg, step string, red redactor) *failure {
+	var netErr net.Error
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+	if timedOut && actx.Err() == nil {
+		return &failure{reason: ReasonUnreachable, msg: timeoutMsg}
+	}
+	return classify(err, step, red)
+}
+
+func serverVersion(ctx context.Context, rc rest.Interface) (string, error) {
+	raw, err := rc.Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", err
+	}
+	var info version.Info
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return "", fmt.Errorf("decode /version: %w", err)
+	}
+	return info.GitVersion, nil
+}
+
+// checkAccess asks one SelfSubjectAccessReview per check and verb, all at
+// once, cluster-wide (the workload caches are not namespaced). It returns
+// the denied permissions, sorted, or the first error.
+func checkAccess(ctx context.Context, cs kubernetes.Interface, checks []AccessCheck) ([]string, error) {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		denied = map[int][]string{}
+		errs   []error
+	)
+	for i, ch := range checks {
+		for _, verb := range ch.Verbs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+					Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Verb: verb, Group: ch.Group, Resource: ch.Resource, Subresource: ch.Subresource,
+					}},
+				}, metav1.CreateOptions{})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case !r.Status.Allowed:
+					denied[i] = append(denied[i], verb)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	out := make([]string, 0, len(denied))
+	for i, verbs := range denied {
+		sort.Strings(verbs)
+		out = append(out, AccessCheck{Group: checks[i].Group, Resource: checks[i].Resource,
+			Subresource: checks[i].Subresource, Verbs: verbs}.String())
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// syncInformers starts the informers of the watched kinds at once and
+// waits for them under SyncTimeout. It waits in its own goroutine: a
+// RESTMapper lookup ignores contexts and is only bounded by RESTTimeout.
+func (c *conn) syncInformers(s *session, startErr <-chan error) *failure {
+	d := c.p.opts.SyncTimeout
+	ctx, cancel := context.WithTimeout(s.ctx, d)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		pending = map[string]crcache.Informer{}
+	)
+	done := make(chan error, 1)
+	go func() {
+		cache := s.cl.GetCache()
+		if !cache.WaitForCacheSync(ctx) {
+			done <- errors.New("the cache did not start")
+			return
+		}
+		for _, obj := range c.p.opts.WatchedKinds {
+			name := fmt.Sprintf("%T", obj)
+			if gvk, err := apiutil.GVKForObject(obj, s.cl.GetScheme()); err == nil {
+				name = gvk.GroupKind().String()
+			}
+			inf, err := cache.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+			if err != nil {
+				done <- fmt.Errorf("informer for %s: %w", name, err)
+				return
+			}
+			mu.Lock()
+			pending[name] = inf
+			mu.Unlock()
+		}
+		if !cache.WaitForCacheSync(ctx) {
+			done <- ctx.Err()
+			return
+		}
+		done <- nil
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+	}
+	select {
+	case serr := <-startErr:
+		if serr != nil {
+			return classify(serr, "start cluster", s.red)
+		}
+	default:
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && s.ctx.Err() == nil {
+		mu.Lock()
+		var unsynced []string
+		for name, inf := range pending {
+			if !inf.HasSynced() {
+				unsynced = append(unsynced, name)
+			}
+		}
+		mu.Unlock()
+		sort.Strings(unsynced)
+		return &failure{reason: ReasonSyncFailed, msg: fmt.Sprintf(
+			"cache sync: informers did not sync within %s (not synced: %s)", d, strings.Join(unsynced, ", "))}
+	}
+	if err != nil {
+		return classify(err, "cache sync", s.red)
+	}
+	if s.ctx.Err() != nil {
+		return &failure{reason: ReasonSyncFailed, msg: "cache sync: the cluster stopped"}
+	}
+	return nil
+}
+
+// probeClient is a client for /version bounded by the probe timeout.
+func probeClient(cfg *rest.Config, timeout time.Duration) (rest.Interface, error) {
+	pcfg := rest.CopyConfig(cfg)
+	pcfg.Timeout = timeout
+	cs, err := kubernetes.NewForConfig(pcfg)
+	if err != nil {
+		return nil, err
+	}
+	return cs.Discovery().RESTClient(), nil
+}
+
+// probe asks for /version: cheap, and answered 401 once the credentials
+// are invalid (an authenticated request with bad credentials is never
+// treated as anonymous).
+func (c *conn) probe(actx context.Context, s *session) (string, error) {
+	ctx, cancel := context.WithTimeout(actx, c.p.opts.ProbeTimeout)
+	defer cancel()
+	start := time.Now()
+	v, err := serverVersion(ctx, s.probe)
+	result := "success"
+	if err != nil {
+		result = "failure"
+	}
+	probeDuration.WithLabelValues(c.p.opts.Namespace, result).Observe(time.Since(start).Seconds())
+	return v, err
+}

@@ -1,0 +1,125 @@
+package kubeconfigsecret
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ClusterState is what the provider knows of one registered Secret's
+// cluster, for the dashboard. Message never contains credentials.
+type ClusterState struct {
+	Name, Namespace string
+	SecretUID       types.UID
+	// Connected is true while the cluster is engaged (its informers synced,
+	// its controllers watching, and fewer than FailureThreshold probes in a
+	// row failed).
+	Connected bool
+	// Reason is one of the Reason constants; Message explains it.
+	Reason, Message string
+	ServerVersion   string
+	LastProbeTime   time.Time
+	// Paused mirrors the Secret's paused annotation.
+	Paused bool
+	// ConsecutiveFailures counts failed probes and connection attempts since
+	// the last success.
+	ConsecutiveFailures int
+}
+
+// Reasons of ClusterState.
+const (
+	// ReasonConnecting: a connection attempt (pre-flight, cache sync,
+	// engage) is in progress.
+	ReasonConnecting = "Connecting"
+	// ReasonConnected: engaged.
+	ReasonConnected = "Connected"
+	// ReasonInvalidSecret: the data key is missing or empty.
+	ReasonInvalidSecret = "InvalidSecret"
+	// ReasonInvalidKubeconfig: the kubeconfig does not parse or is refused.
+	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+	// ReasonUnreachable: connection refused, timed out, DNS, or the server
+	// did not answer.
+	ReasonUnreachable = "Unreachable"
+	// ReasonTLSError: the server's certificate does not verify against the
+	// kubeconfig's CA (or the client certificate is refused).
+	ReasonTLSError = "TLSError"
+	// ReasonUnauthorized: 401, the credentials are invalid, expired or revoked.
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonForbidden: the credentials lack a permission of AccessChecks.
+	ReasonForbidden = "Forbidden"
+	// ReasonMissingAPI: a watched kind is not served (CRDs not installed).
+	ReasonMissingAPI = "MissingAPI"
+	// ReasonSyncFailed: the informers did not sync within SyncTimeout.
+	ReasonSyncFailed = "CacheSyncFailed"
+	// ReasonEngageFailed: mgr.Engage failed or did not return in time.
+	ReasonEngageFailed = "EngageFailed"
+	// ReasonDisconnected: FailureThreshold probes in a row failed, or the
+	// cluster's cache stopped; the cluster was disengaged.
+	ReasonDisconnected = "Disconnected"
+	// ReasonError: anything else.
+	ReasonError = "Error"
+)
+
+var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig,
+	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
+	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonError}
+
+// failure is an error with a Reason and a credential-free message.
+type failure struct {
+	reason, msg string
+}
+
+func (f *failure) Error() string { return f.reason + ": " + f.msg }
+
+// classify turns any error into a failure; step says what was being done
+// ("pre-flight", "cache sync", ...). Error texts pass through red.
+func classify(err error, step string, red redactor) *failure {
+	var f *failure
+	if errors.As(err, &f) {
+		return f
+	}
+	reason := ReasonError
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		hostname         x509.HostnameError
+		invalidCert      x509.CertificateInvalidError
+		verify           *tls.CertificateVerificationError
+		netErr           net.Error
+		opErr            *net.OpError
+		dnsErr           *net.DNSError
+	)
+	switch {
+	case apierrors.IsUnauthorized(err):
+		reason = ReasonUnauthorized
+	case apierrors.IsForbidden(err):
+		reason = ReasonForbidden
+	case meta.IsNoMatchError(err), apierrors.IsNotFound(err):
+		reason = ReasonMissingAPI
+	case errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalidCert),
+		errors.As(err, &verify):
+		reason = ReasonTLSError
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ECONNREFUSED),
+		errors.As(err, &dnsErr), errors.As(err, &opErr), errors.As(err, &netErr),
+		apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsServiceUnavailable(err):
+		reason = ReasonUnreachable
+	}
+	msg := fmt.Sprintf("%s: %s", step, red.redact(err.Error()))
+	switch reason {
+	case ReasonUnauthorized:
+		msg += " (401 Unauthorized: the credentials are invalid, expired or revoked; write new ones into the Secret)"
+	case ReasonTLSError:
+		msg += " (TLS: check certificate-authority-data and the server address)"
+	case ReasonMissingAPI:
+		msg += " (are the etcdfleet CRDs installed in the workload cluster?)"
+	}
+	return &failure{reason: reason, msg: msg}
+}
