@@ -15,7 +15,7 @@ HELM           := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 ASSETS_ENV      = K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION)
 # Concurrent control-plane starts on 2 cores are CPU-bound: allow 90 s.
 TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
-                  KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s
+                  KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM)
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 export GOFLAGS ?= -buildvcs=false
 
@@ -56,7 +56,7 @@ lint: ## gofmt and go vet.
 	go vet ./...
 
 .PHONY: test
-test: lint verify-generated ## Build or reuse the binaries, then run every unit and e2e test against real apiservers and etcd.
+test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run every unit and e2e test against real apiservers and etcd.
 	@start=$$(date +%s); $(ASSETS_ENV) test/tools/assets.sh >/dev/null; \
 	  echo "binaries: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(TEST_ENV) go test $(GO_TEST_FLAGS) ./...; \

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -148,6 +149,7 @@ func providerOptions(c config.Config, onChange func(string)) kubeconfigsecret.Op
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			o.Scheme = Scheme()
 			o.Cache.ByObject = operator.CacheByObject()
+			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
 		}},
 		OnChange: onChange,
 	}

@@ -48,6 +48,11 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	}
 }
 
+// UncachedObjects are read straight from the apiserver: Secrets hold TLS
+// material, are read by name only, and the RBAC grants get, not list/watch,
+// so a cache (a cluster-wide informer) could never sync.
+func UncachedObjects() []client.Object { return []client.Object{&corev1.Secret{}} }
+
 // ClusterConfig describes one workload cluster to NewCluster.
 type ClusterConfig struct {
 	Name     string

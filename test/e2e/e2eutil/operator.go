@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,6 +34,7 @@ func StartOperator(ctx context.Context, cfg *rest.Config, opts operator.Options)
 	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{
 		Scheme:                 Scheme(),
 		Cache:                  cache.Options{ByObject: operator.CacheByObject()},
+		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: operator.UncachedObjects()}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Several operators run in one test process, one per cluster.
