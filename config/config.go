@@ -22,6 +22,9 @@ type Config struct {
 	HealthProbeBindAddress string `mapstructure:"healthProbeBindAddress"`
 	LeaderElection         bool   `mapstructure:"leaderElection"`
 	LeaderElectionID       string `mapstructure:"leaderElectionID"`
+	// EnsureWorkloadCRDs installs the EtcdCluster/EtcdMember CRDs in each
+	// workload cluster before engaging it; needs CRD write permission there.
+	EnsureWorkloadCRDs bool `mapstructure:"ensureWorkloadCRDs"`
 }
 
 // LimiterConfig is the fleet-wide replacement rate limiter.

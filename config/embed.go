@@ -18,6 +18,9 @@ import (
 //go:embed crd/workload/*.yaml rbac/workload/*.yaml
 var workloadFS embed.FS
 
+// WorkloadCRDs returns the EtcdCluster and EtcdMember CRDs.
+func WorkloadCRDs() [][]byte { return readDir(workloadFS, "crd/workload") }
+
 // workloadRBAC lists the RBAC files etcdfleetctl applies, in order (the
 // kustomization and the optional long-lived token Secret are not applied).
 var workloadRBAC = []string{"namespace.yaml", "service_account.yaml", "cluster_role.yaml", "cluster_role_binding.yaml"}
@@ -25,7 +28,7 @@ var workloadRBAC = []string{"namespace.yaml", "service_account.yaml", "cluster_r
 // WorkloadManifests returns the workload-side manifests in apply order:
 // the CRDs, then the RBAC (namespace, ServiceAccount, ClusterRole, binding).
 func WorkloadManifests() [][]byte {
-	out := readDir(workloadFS, "crd/workload")
+	out := WorkloadCRDs()
 	for _, f := range workloadRBAC {
 		b, err := fs.ReadFile(workloadFS, path.Join("rbac/workload", f))
 		if err != nil {

@@ -152,6 +152,22 @@ func providerOptions(c config.Config, onChange func(string)) kubeconfigsecret.Op
 			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
 		}},
 		OnChange: onChange,
+		Prepare:  prepare(c),
+	}
+}
+
+// prepare installs the workload CRDs before a cluster is engaged, when
+// configured to; otherwise there is nothing to prepare.
+func prepare(c config.Config) func(context.Context, *rest.Config) error {
+	if !c.EnsureWorkloadCRDs {
+		return nil
+	}
+	return func(ctx context.Context, cfg *rest.Config) error {
+		cl, err := client.New(cfg, client.Options{})
+		if err != nil {
+			return err
+		}
+		return applyCRDs(ctx, cl, config.WorkloadCRDs())
 	}
 }
 

@@ -193,6 +193,14 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 	// against a server that accepts connections but never answers; it is
 	// 30s, not 5s, because client-go cuts every watch at this timeout too.
 	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
+	if o.Prepare != nil {
+		pctx, cancel := context.WithTimeout(actx, o.PreflightTimeout)
+		err := o.Prepare(pctx, cfg)
+		cancel()
+		if err != nil {
+			return nil, classify(err, "prepare", red)
+		}
+	}
 	version, f := c.preflight(actx, cfg, red)
 	if f != nil {
 		return nil, f

@@ -1,8 +1,11 @@
 package kubeconfigsecret
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
+	"k8s.io/client-go/rest"
 	"math"
 	"strings"
 	"time"
@@ -106,6 +109,12 @@ type Options struct {
 	WatchedKinds []client.Object
 	// AccessChecks verified in pre-flight. Default: DefaultAccessChecks().
 	AccessChecks []AccessCheck
+
+	// Prepare, if set, runs before pre-flight with the cluster's config,
+	// bounded by PreflightTimeout; an error is reported like a pre-flight
+	// failure and retried. The manager uses it to install the workload CRDs
+	// when asked to (--ensure-workload-crds).
+	Prepare func(ctx context.Context, cfg *rest.Config) error
 
 	// OnChange is called, in its own goroutine, whenever a cluster's state
 	// changes (not for probe timestamps alone) or the cluster is removed.

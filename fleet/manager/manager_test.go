@@ -1,0 +1,75 @@
+package manager_test
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/etcdfleet/etcdfleet/config"
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+func TestManager(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "fleet manager Suite")
+}
+
+var _ = Describe("--ensure-workload-crds", func() {
+	It("installs the workload CRDs in a cluster that lacks them, then engages it", func(ctx SpecContext) {
+		logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+		_, file, _, _ := runtime.Caller(0)
+		f, err := sandbox.Start(ctx, sandbox.Options{Clusters: []string{"mgmt", "bare"}, Nodes: 1,
+			CRDDirs: []string{filepath.Join(filepath.Dir(file), "..", "..", "config", "crd", "management")}})
+		Expect(err).NotTo(HaveOccurred())
+		defer f.Stop()
+		mgmt := f.Cluster("mgmt")
+		const ns = "etcdfleet-system"
+		_, err = mgmt.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = mgmt.Clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "bare", Labels: map[string]string{"etcdfleet.io/cluster-kubeconfig": "true"}},
+			Data:       map[string][]byte{"kubeconfig": f.Cluster("bare").Kubeconfig},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		c := config.Default()
+		c.Namespace, c.EnsureWorkloadCRDs = ns, true
+		c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
+		fm, err := manager.New(mgmt.Config, c)
+		Expect(err).NotTo(HaveOccurred())
+		mctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- fm.Start(mctx) }()
+		defer func() { cancel(); <-done }()
+
+		bare, err := client.New(f.Cluster("bare").Config, client.Options{Scheme: manager.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(apiextensionsv1.AddToScheme(bare.Scheme())).To(Succeed())
+		Eventually(func(g Gomega) {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			g.Expect(bare.Get(ctx, types.NamespacedName{Name: "etcdmembers.etcd.etcdfleet.io"}, crd)).To(Succeed())
+		}).WithTimeout(time.Minute).Should(Succeed())
+		mc, err := client.New(mgmt.Config, client.Options{Scheme: manager.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			fc := &fleetv1.FleetCluster{}
+			g.Expect(mc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bare"}, fc)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(fc.Status.Conditions, fleetv1.ConditionConnected)).To(BeTrue())
+		}).WithTimeout(time.Minute).Should(Succeed())
+	}, SpecTimeout(4*time.Minute))
+})
