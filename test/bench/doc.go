@@ -1,0 +1,46 @@
+// Package bench holds what etcdfleet's end-to-end benchmarks share: an
+// apiserver-side Pod recorder that turns watch events into replacement
+// timings, percentiles, polling, environment knobs and sandbox start-up
+// with guaranteed teardown. The benchmarks themselves live in one package
+// each, so that each runs in its own test binary:
+//
+//   - replace: single-cluster detect→replace latency (terminal Pod seen on
+//     the apiserver's watch → replacement Pod ADDED), p50 and p99, and the
+//     time from a reboot to the EtcdCluster being Available again. Goal:
+//     p50 ≤ 100 ms.
+//   - fleet: fleet heal time after rebooting every node of N workload
+//     clusters at once, against the shared limiter's lower bound
+//     (3N − burst)/rate + etcd start. Goal: ratio ≤ 1.2.
+//   - memory: the fleet manager's heap per engaged cluster, with 0 and with
+//     2,000 unrelated Pods per cluster. Goal: ≤ 2 MiB and flat.
+//
+// # Usage
+//
+//	make bench
+//	KUBEBUILDER_ASSETS=$(test/tools/assets.sh) go test -run '^$' -bench BenchmarkFleetHeal -benchtime 1x ./test/bench/...
+//
+// Knobs (environment): BENCH_REBOOTS (replace, default 10), BENCH_CLUSTERS
+// (fleet, default 10), BENCH_MEMORY_CLUSTERS and BENCH_MEMORY_PODS (memory,
+// defaults 5 and 2000), BENCH_MEMORY_PROFILE=dir (memory: heap profiles of
+// each reading, for go tool pprof -base), BENCH_VERBOSE=1 to see the
+// controllers' logs.
+//
+// # Implementation details
+//
+// Every figure is printed with b.ReportMetric (machine-readable, for
+// benchstat) and as a human-readable summary with the product goal beside
+// it, on stdout (Logf: the testing package keeps only 10 lines of b.Logf
+// per benchmark), ending with the host's load average: the machine is
+// shared, and a timing taken under load should say so. The goals are printed, never asserted: a benchmark fails only when
+// the system does not heal at all. Each benchmark does one experiment
+// whatever b.N is (run them with -benchtime 1x) and reports ns/op as 0.
+//
+// # Trade-offs
+//
+//   - One package per benchmark: controller-runtime keeps a process-wide
+//     registry of controller names, so two fleet managers cannot be built
+//     in one test binary. `go test -bench` runs package binaries one after
+//     another, so the benchmarks never compete for the 2 cores.
+//   - Timings come from this process's watch of the apiserver, so they
+//     include watch delivery (sub-millisecond on loopback) on both ends.
+package bench
