@@ -71,6 +71,11 @@ demo: ## Run the main job on a local fleet: register clusters, reboot every node
 	@$(ASSETS_ENV) test/tools/assets.sh >/dev/null
 	$(TEST_ENV) go run ./test/demo $(DEMO_ARGS)
 
+.PHONY: sandbox
+sandbox: ## Start a local management cluster and workload clusters and print their kubeconfigs (Ctrl-C stops them).
+	@$(ASSETS_ENV) test/tools/assets.sh >/dev/null
+	$(TEST_ENV) go run ./test/demo --sandbox-only --clusters 1
+
 .PHONY: bench
 bench: ## Run the benchmarks and print their figures (replacement latency, fleet heal time, memory).
 	$(TEST_ENV) go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/... ./fleet/limiter/...

@@ -19,6 +19,7 @@ import (
 func main() {
 	opts := fleetdemo.DefaultOptions()
 	flag.BoolVar(&opts.Keep, "keep", false, "leave the fleet running after the demo and print the kubeconfigs (Ctrl-C to stop)")
+	flag.BoolVar(&opts.SandboxOnly, "sandbox-only", false, "only start the clusters and print their kubeconfigs, with no manager and nothing registered, to try helm install and etcdfleetctl by hand (Ctrl-C to stop)")
 	flag.IntVar(&opts.Clusters, "clusters", opts.Clusters, "workload clusters to start")
 	flag.IntVar(&opts.EtcdClustersPer, "etcd-clusters", opts.EtcdClustersPer, "EtcdClusters per workload cluster")
 	flag.Float64Var(&opts.Rate, "limiter-rate", opts.Rate, "fleet-wide replacements per second")

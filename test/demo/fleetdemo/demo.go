@@ -29,6 +29,9 @@ type Options struct {
 	Rate            float64
 	Burst           int
 	Keep            bool
+	// SandboxOnly starts the clusters and waits, for trying the chart and
+	// etcdfleetctl by hand.
+	SandboxOnly bool
 	// HealTimeout bounds the wait for the fleet to heal.
 	HealTimeout time.Duration
 }
@@ -60,6 +63,9 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	d, err := newDriver(f, o, out)
 	if err != nil {
 		return err
+	}
+	if o.SandboxOnly {
+		return d.keep(ctx)
 	}
 	if err := d.register(ctx); err != nil {
 		return err
