@@ -1,0 +1,170 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
+)
+
+// --- Pods, healing, keys -----------------------------------------------------
+
+// podUIDs maps cluster -> Pod name -> UID of the etcd Pods now.
+func podUIDs(ctx context.Context, names ...string) map[string]map[string]types.UID {
+	GinkgoHelper()
+	out := map[string]map[string]types.UID{}
+	for _, w := range names {
+		pods, err := sb.Cluster(w).Clientset.CoreV1().Pods(etcdNS).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		out[w] = map[string]types.UID{}
+		for _, p := range pods.Items {
+			out[w][p.Name] = p.UID
+		}
+		Expect(out[w]).To(HaveLen(3*len(etcdNames)), "cluster %s", w)
+	}
+	return out
+}
+
+// unhealed says why cluster w is not healed, or "" when every EtcdCluster is
+// Available, all its Pods are Ready and none is one in before.
+func unhealed(ctx context.Context, w string, before map[string]types.UID) string {
+	for _, n := range etcdNames {
+		ec := &etcdv1.EtcdCluster{}
+		if err := wc[w].Get(ctx, types.NamespacedName{Namespace: etcdNS, Name: n}, ec); err != nil {
+			return err.Error()
+		}
+		if !e2eutil.Available(ec) {
+			return fmt.Sprintf("EtcdCluster %s is not Available (%d ready)", n, ec.Status.ReadyMembers)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := wc[w].List(ctx, pods, client.InNamespace(etcdNS)); err != nil {
+		return err.Error()
+	}
+	if len(pods.Items) != 3*len(etcdNames) {
+		return fmt.Sprintf("%d Pods", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if uid, ok := before[p.Name]; ok && uid == p.UID {
+			return fmt.Sprintf("Pod %s is still the one from before (%s)", p.Name, p.Status.Phase)
+		}
+		if !podReady(&p) {
+			return fmt.Sprintf("Pod %s is not Ready (%s)", p.Name, p.Status.Phase)
+		}
+	}
+	return ""
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitHealed waits until every named cluster is healed (see unhealed) and
+// returns, per cluster, when it was first seen healed, measured from since.
+func waitHealed(ctx context.Context, since time.Time, before map[string]map[string]types.UID, timeout time.Duration, names ...string) map[string]time.Duration {
+	GinkgoHelper()
+	healed := map[string]time.Duration{}
+	Eventually(func(g Gomega) {
+		for _, w := range names {
+			if _, ok := healed[w]; ok {
+				continue
+			}
+			if why := unhealed(ctx, w, before[w]); why == "" {
+				healed[w] = time.Since(since)
+			}
+		}
+		var waiting []string
+		for _, w := range names {
+			if _, ok := healed[w]; !ok {
+				waiting = append(waiting, w+": "+unhealed(ctx, w, before[w]))
+			}
+		}
+		g.Expect(waiting).To(BeEmpty())
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return healed
+}
+
+func minOf(m map[string]time.Duration) time.Duration {
+	d := time.Duration(1 << 62)
+	for _, v := range m {
+		d = min(d, v)
+	}
+	return d
+}
+
+func maxOf(m map[string]time.Duration) time.Duration {
+	var d time.Duration
+	for _, v := range m {
+		d = max(d, v)
+	}
+	return d
+}
+
+// memberIDs maps cluster/etcd cluster -> member -> etcd member ID.
+func memberIDs(ctx context.Context, names ...string) map[string]map[string]string {
+	GinkgoHelper()
+	out := map[string]map[string]string{}
+	for _, w := range names {
+		for _, n := range etcdNames {
+			ids := e2eutil.MemberIDs(ctx, wc[w], etcdNS, n)
+			Expect(ids).To(HaveLen(3))
+			for m, id := range ids {
+				Expect(id).NotTo(BeEmpty(), "%s/%s member %s", w, n, m)
+			}
+			out[w+"/"+n] = ids
+		}
+	}
+	return out
+}
+
+// expectKeys reads every key back from every EtcdCluster of the clusters.
+func expectKeys(ctx context.Context, names ...string) {
+	GinkgoHelper()
+	for _, w := range names {
+		for _, n := range etcdNames {
+			e := e2eutil.ConnectEtcd(ctx, wcfg[w], wc[w], etcdNS, n)
+			e.ExpectKeys(ctx, "k", keys)
+			e.Close()
+		}
+	}
+}
+
+// reboot reboots every Node of the named clusters at once with a mix of
+// Succeeded and Failed Pods, and returns when it started.
+func reboot(ctx context.Context, names ...string) time.Time {
+	GinkgoHelper()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, w := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = sb.Cluster(w).Reboot(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: time.Second})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return start
+}
+
+// watchPods records the etcd Pods' events in each named cluster from the
+// apiserver's side, until the spec ends.

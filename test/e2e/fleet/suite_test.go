@@ -1,0 +1,153 @@
+// Package fleet_test runs the whole fleet manager (fleet/manager: the
+// kubeconfig-Secret provider, the memberctl reconcilers for every engaged
+// cluster, the shared replacement limiter and the dashboard) in process
+// against a sandbox of one management cluster and four workload clusters,
+// and checks the fleet's acceptance criteria from the API servers' side.
+package fleet_test
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/etcdfleet/etcdfleet/config"
+	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
+)
+
+const (
+	// secretNS holds the registration Secrets and the FleetClusters.
+	secretNS = "etcdfleet-system"
+	// etcdNS holds the EtcdClusters in every workload cluster.
+	etcdNS = "fleet"
+	// keys written to each EtcdCluster once and verified after every fault.
+	keys = 50
+	// The limiter's figures; spec 3 checks the API servers see them.
+	limiterRate  = 2
+	limiterBurst = 4
+)
+
+var (
+	workloads = []string{"w1", "w2", "w3", "w4"}
+	etcdNames = []string{"etcd-a", "etcd-b"}
+
+	sb     *sandbox.Fleet
+	mgmtC  client.Client // management cluster (fleet scheme)
+	fm     *fleetmgr.Fleet
+	states *stateLog
+	// wc and wcfg reach each workload apiserver directly, bypassing the
+	// front door that Hang affects: they are the test's eyes, not the code
+	// under test's.
+	wc   = map[string]client.WithWatch{}
+	wcfg = map[string]*rest.Config{}
+
+	// measured by earlier specs and compared against by later ones.
+	figures struct {
+		sync.Mutex
+		// healTime of the undisturbed fleet reboot (spec 2).
+		healTime time.Duration
+		// engageTime: slowest Secret-to-Connected of spec 1.
+		engageTime time.Duration
+	}
+)
+
+func TestFleet(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "fleet e2e Suite")
+}
+
+func crdDirs() []string {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return []string{filepath.Join(root, "config", "crd", "workload"), filepath.Join(root, "config", "crd", "management")}
+}
+
+// managerConfig is config.Default() with timings shortened for the test.
+func managerConfig() config.Config {
+	c := config.Default()
+	c.Namespace = secretNS
+	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
+	c.Limiter.Rate, c.Limiter.Burst = limiterRate, limiterBurst
+	c.Clusters.PreflightTimeout = 5 * time.Second
+	c.Clusters.ProbeInterval, c.Clusters.ProbeTimeout, c.Clusters.FailureThreshold = 2*time.Second, 1500*time.Millisecond, 3
+	c.Dashboard.MinInterval, c.Dashboard.Resync = 250*time.Millisecond, 2*time.Second
+	// Several reboots hit the same members within minutes; reset their
+	// backoff quickly so that every reboot heals at the same pace.
+	c.Replacement.HealthyReset = 10 * time.Second
+	return c
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
+	start := time.Now()
+	var err error
+	sb, err = sandbox.Start(ctx, sandbox.Options{
+		Clusters: append([]string{"mgmt"}, workloads...),
+		CRDDirs:  crdDirs(),
+		Kubelet:  kubelet.Options{RestartBackoff: 200 * time.Millisecond, MaxRestartBackoff: time.Second},
+		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(sb.Stop()).To(Succeed()) })
+	AddReportEntry("sandbox start", time.Since(start).Round(time.Second).String())
+
+	mgmtC, err = client.New(sb.Cluster("mgmt").Config, client.Options{Scheme: fleetmgr.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(client.IgnoreAlreadyExists(mgmtC.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNS}}))).To(Succeed())
+	for _, w := range workloads {
+		wcfg[w] = directConfig(sb.Cluster(w))
+		wc[w], err = client.NewWithWatch(wcfg[w], client.Options{Scheme: fleetmgr.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		goodKubeconfig[w] = sb.Cluster(w).Kubeconfig
+	}
+
+	fm, err = fleetmgr.New(sb.Cluster("mgmt").Config, managerConfig())
+	Expect(err).NotTo(HaveOccurred())
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fm.Start(mctx) }()
+	states = recordStates(mctx, 20*time.Millisecond)
+	// Registered after the sandbox's cleanup, so it runs first.
+	DeferCleanup(func() {
+		cancel()
+		Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
+	})
+}, NodeTimeout(4*time.Minute))
+
+// directConfig is c.Config aimed at the apiserver itself rather than at
+// the front door (same certificates, same admin user).
+func directConfig(c *sandbox.Cluster) *rest.Config {
+	u := c.Clientset.CoreV1().RESTClient().Get().URL()
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Host = u.Scheme + "://" + u.Host
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg
+}
+
+// The specs, in this order (Ordered: the later ones compare against
+// figures the earlier ones measure, and fall back to fixed references when
+// focused alone). Spec 1 starts by unregistering everything, every other
+// spec from baseline(); spec 3 judges what spec 2 recorded. A failure does
+// not skip the rest (ContinueOnFailure): baseline() repairs what it can.
+var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
+	registrationSpecs()
+	rebootSpecs()
+	isolationSpecs()
+	badSecretSpecs()
+	rotationSpecs()
+	pauseSpecs()
+})
