@@ -54,7 +54,7 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	if left := s.observeHealth(ready); left > 0 && left < result.RequeueAfter {
 		result.RequeueAfter = left
 	}
-	return result, s.writeStatus(ctx)
+	return s.writeAndRequeue(ctx, result.RequeueAfter)
 }
 
 // discoverMemberID asks the voters (or the member itself, since learners

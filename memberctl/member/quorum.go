@@ -89,16 +89,16 @@ func (s *run) replaceCrashLooping(ctx context.Context, p *corev1.Pod) (ctrl.Resu
 	}
 	if !ok {
 		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; not replacing it: "+why)
-		return ctrl.Result{RequeueAfter: 10 * s.r.Options.PausedRetry}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, 10*s.r.Options.PausedRetry)
 	}
 	if s.cl.IsPaused() {
 		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; replacement paused for this cluster")
-		return ctrl.Result{RequeueAfter: s.r.Options.PausedRetry}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, s.r.Options.PausedRetry)
 	}
 	d := s.cl.Gate.Reserve(ctx, s.gateRequest(gate.CrashLoopReplace, false))
 	if d.Delay > 0 {
 		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; waiting for the shared replacement rate limiter")
-		return ctrl.Result{RequeueAfter: d.Delay}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, d.Delay)
 	}
 	if err := s.cl.Client.Delete(ctx, s.m, client.Preconditions{UID: &s.m.UID}); client.IgnoreNotFound(err) != nil {
 		d.Cancel()

@@ -3,11 +3,13 @@ package member
 import (
 	"context"
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
@@ -41,6 +43,16 @@ func (s *run) writeStatus(ctx context.Context) error {
 	}
 	s.orig = s.m.DeepCopy()
 	return nil
+}
+
+// writeAndRequeue writes status and asks to be called again after d; a
+// failed write is returned alone (with backoff), since controller-runtime
+// ignores a requeue time that comes with an error.
+func (s *run) writeAndRequeue(ctx context.Context, d time.Duration) (ctrl.Result, error) {
+	if err := s.writeStatus(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: d}, nil
 }
 
 func (s *run) warn(reason, format string, args ...any) {

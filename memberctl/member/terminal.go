@@ -32,10 +32,10 @@ func (s *run) replaceTerminalPod(ctx context.Context, p *corev1.Pod) (ctrl.Resul
 		return s.exhausted(ctx, died)
 	case v.Wait > 0:
 		s.setReady(false, v1alpha1.ReasonPodNotReady, fmt.Sprintf("%s; replacement backing off for %s", died, v.Wait.Round(100e6)))
-		return ctrl.Result{RequeueAfter: v.Wait}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, v.Wait)
 	case s.cl.IsPaused():
 		s.setReady(false, v1alpha1.ReasonPodNotReady, died+"; replacement paused for this cluster")
-		return ctrl.Result{RequeueAfter: s.r.Options.PausedRetry}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, s.r.Options.PausedRetry)
 	}
 	quorumLost, err := s.quorumLost(ctx)
 	if err != nil {
@@ -45,7 +45,7 @@ func (s *run) replaceTerminalPod(ctx context.Context, p *corev1.Pod) (ctrl.Resul
 	if d.Delay > 0 {
 		throttled.WithLabelValues(s.cl.Name).Inc()
 		s.setReady(false, v1alpha1.ReasonPodNotReady, died+"; waiting for the shared replacement rate limiter")
-		return ctrl.Result{RequeueAfter: d.Delay}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, d.Delay)
 	}
 	s.setReady(false, v1alpha1.ReasonPodReplacing, fmt.Sprintf("%s: %s; replacing it", died, orNone(p.Status.Message)))
 	m.Status.Replacement = s.r.Options.Policy.Record(s.now, m.Status.Replacement, cause, p.UID, replaceNow)
@@ -90,7 +90,7 @@ func (s *run) exhausted(ctx context.Context, died string) (ctrl.Result, error) {
 	if ws := m.Status.Replacement.WindowStart; ws != nil {
 		after = ws.Add(s.r.Options.Policy.Window).Sub(s.now)
 	}
-	return ctrl.Result{RequeueAfter: after}, s.writeStatus(ctx)
+	return s.writeAndRequeue(ctx, after)
 }
 
 // replaceLostMemoryMember deletes a memory-backed member whose Pod is gone:
@@ -98,13 +98,13 @@ func (s *run) exhausted(ctx context.Context, died string) (ctrl.Result, error) {
 func (s *run) replaceLostMemoryMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	if s.cl.IsPaused() {
 		s.setReady(false, v1alpha1.ReasonPodNotReady, "memory-backed Pod lost; replacement paused for this cluster")
-		return ctrl.Result{RequeueAfter: s.r.Options.PausedRetry}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, s.r.Options.PausedRetry)
 	}
 	d := s.cl.Gate.Reserve(ctx, s.gateRequest(gate.PodLossReplace, true))
 	if d.Delay > 0 {
 		throttled.WithLabelValues(s.cl.Name).Inc()
 		s.setReady(false, v1alpha1.ReasonPodNotReady, "memory-backed Pod lost; waiting for the shared replacement rate limiter")
-		return ctrl.Result{RequeueAfter: d.Delay}, s.writeStatus(ctx)
+		return s.writeAndRequeue(ctx, d.Delay)
 	}
 	what := "is gone"
 	if p != nil {
