@@ -11,14 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/etcdfleet/etcdfleet/config"
+	"github.com/etcdfleet/etcdfleet/fleet/apply"
 )
 
 // Registration labels, keys and names shared with the manager.
@@ -66,7 +65,7 @@ func Register(ctx context.Context, o RegisterOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "applying etcdfleet CRDs and RBAC to the workload cluster\n")
-	if err := applyAll(ctx, wl, config.WorkloadManifests()); err != nil {
+	if err := apply.Manifests(ctx, wl, fieldManager, config.WorkloadManifests()); err != nil {
 		return explain("workload cluster", err)
 	}
 	token, err := mintToken(ctx, o)
@@ -98,24 +97,6 @@ func checkCollision(ctx context.Context, mg client.Client, ns, name, server stri
 	if c := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]; c != nil && c.Server != server {
 		return fmt.Errorf("the name %q is already registered for server %s; choose another name or run `etcdfleetctl unregister %s` first",
 			name, c.Server, name)
-	}
-	return nil
-}
-
-// applyAll server-side applies manifests, in order.
-func applyAll(ctx context.Context, c client.Client, manifests [][]byte) error {
-	for _, m := range manifests {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(m, &u.Object); err != nil {
-			return err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		u.SetManagedFields(nil)
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/config"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/apply"
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -167,7 +168,7 @@ func prepare(c config.Config) func(context.Context, *rest.Config) error {
 		if err != nil {
 			return err
 		}
-		return applyCRDs(ctx, cl, config.WorkloadCRDs())
+		return apply.Manifests(ctx, cl, "etcdfleet-manager", config.WorkloadCRDs())
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
@@ -132,7 +133,7 @@ func (d *driver) terminalPods(ctx context.Context) bool {
 		}
 		now := map[string]types.UID{}
 		for _, p := range pods.Items {
-			if isReady(&p) {
+			if pod.IsReady(&p) {
 				now[p.Name] = p.UID
 			}
 		}
@@ -140,15 +141,6 @@ func (d *driver) terminalPods(ctx context.Context) bool {
 			if got, ok := now[name]; !ok || got == uid {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false
