@@ -4,11 +4,17 @@ import (
 	"time"
 )
 
+// EtcdAccessModes are the values of Config.EtcdAccess, as memberctl's
+// operator.Access spells them: port-forward (WebSockets through each
+// workload apiserver), port-forward-spdy (the same over SPDY) and direct
+// (Pod IPs).
+var EtcdAccessModes = []string{"port-forward", "port-forward-spdy", "direct"}
+
 // Config holds every manager setting.
 type Config struct {
 	// Namespace holds the kubeconfig Secrets that register workload clusters.
 	Namespace string `mapstructure:"namespace"`
-	// EtcdAccess is how etcd members are reached: port-forward or direct.
+	// EtcdAccess is how etcd members are reached: one of EtcdAccessModes.
 	EtcdAccess string `mapstructure:"etcdAccess"`
 	// Workers is MaxConcurrentReconciles of each controller, fleet-wide.
 	Workers int `mapstructure:"workers"`

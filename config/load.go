@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,8 +82,8 @@ func (c Config) Validate() error {
 	if c.Namespace == "" {
 		errs = append(errs, "namespace must not be empty")
 	}
-	if c.EtcdAccess != "port-forward" && c.EtcdAccess != "direct" {
-		errs = append(errs, fmt.Sprintf("etcdAccess %q: want port-forward or direct", c.EtcdAccess))
+	if !slices.Contains(EtcdAccessModes, c.EtcdAccess) {
+		errs = append(errs, fmt.Sprintf("etcdAccess %q: want one of %s", c.EtcdAccess, strings.Join(EtcdAccessModes, ", ")))
 	}
 	if c.Workers < 1 {
 		errs = append(errs, "workers must be at least 1")

@@ -9,10 +9,13 @@
 //
 //   - NewDirectDialer(getPodIP) when the manager can route to Pod IPs,
 //     i.e. it runs in the workload cluster.
-//   - NewPortForwardDialer(restConfig, PortForwardOptions{}) when it cannot:
-//     connections go through the apiserver's pods/portforward subresource.
-//     The manager's user needs create on pods/portforward (plus get, if a
-//     WebSocket dialer is ever used) and get/list on pods.
+//   - NewWebSocketDialer(restConfig, WebSocketOptions{}) when it cannot:
+//     connections go through the apiserver's pods/portforward subresource
+//     with the WebSocket channel protocol. The user needs get on
+//     pods/portforward.
+//   - NewPortForwardDialer(restConfig, PortForwardOptions{}) does the same
+//     over SPDY, for a path to the apiserver that passes SPDY upgrades but
+//     not WebSocket ones. The user needs create on pods/portforward.
 //
 // Then one ClientPool per PodDialer:
 //
@@ -35,6 +38,18 @@
 // endpoints and TLS config; Forget(key) when the cluster is deleted.
 //
 // # Implementation details
+//
+// WebSocketDialer opens one WebSocket per DialPod, GET
+// .../pods/{pod}/portforward?ports={port} with subprotocol
+// v4.channel.k8s.io, which the apiserver proxies untouched to the kubelet
+// (it translates only the SPDY-tunnelling subprotocol). The kubelet first
+// writes the port number on the data and the error channel, then relays
+// bytes; a message on the error channel (e.g. nothing listens on the port)
+// is returned by Read and Write in place of a bare EOF. The kubelet reads
+// each WebSocket frame as a whole message, so Write never fragments one:
+// it splits large writes into messages that fit one frame. Auth comes from
+// client-go's transport wrappers, so bearer tokens, token files and exec
+// plugins work as for any other request.
 //
 // PortForwardDialer keeps ONE SPDY connection per Pod, upgraded lazily on
 // the first DialPod and upgraded again once its CloseChan fires (the
@@ -62,15 +77,23 @@
 //
 // # Trade-offs
 //
+//   - WebSocket is the default because it is small: a connection holds a
+//     4 KiB read buffer and TLS state, and write buffers are pooled across
+//     connections. A SPDY connection holds a zlib header compressor at best
+//     compression, about 0.8 MiB, for its whole life: with three members per
+//     etcd cluster that alone was 2.4 MiB per workload cluster, more than
+//     the fleet manager's whole per-cluster budget.
+//   - WebSocket pays one TLS handshake through the apiserver per gRPC
+//     connection instead of one per Pod; gRPC keeps its connections, so
+//     that is once per member until a member or the apiserver restarts.
 //   - Through the apiserver, a request costs about 0.3-0.6 ms more and a new
-//     TCP connection about 2 ms more than direct; the first upgrade to a Pod
-//     costs 6-10 ms. Sharing one connection per Pod pays the upgrade once.
-//   - All traffic to a Pod shares one TCP connection to the apiserver. etcd
-//     clients hold few connections and little traffic, so head-of-line
-//     blocking has not mattered; bulk transfers (snapshots) should not use it.
-//   - Deadlines on the returned net.Conn are accepted and ignored, because
+//     TCP connection about 2 ms more than direct; an upgrade costs 6-10 ms.
+//   - SPDY: all traffic to a Pod shares one TCP connection to the
+//     apiserver, which pays the upgrade once per Pod; etcd clients hold few
+//     connections and little traffic, so head-of-line blocking has not
+//     mattered. Deadlines on its net.Conn are accepted and ignored, because
 //     SPDY streams have none; gRPC bounds its handshake by context and finds
-//     dead peers with keepalive instead.
+//     dead peers with keepalive instead. WebSocket deadlines are real.
 //   - A changed TLS config replaces the pooled client and closes the old one
 //     under callers still holding it; their calls fail once and the next Get
 //     returns the new client.

@@ -222,7 +222,7 @@ func putGet(ctx context.Context, cli *clientv3.Client, key, val string) {
 // forwardErr dials port and reads once. The kubelet's reason for failing
 // the forward comes back from DialPod when it wins the race with the
 // stream's reply, and from the first Read otherwise.
-func forwardErr(ctx context.Context, d *PortForwardDialer, port int) error {
+func forwardErr(ctx context.Context, d PodDialer, port int) error {
 	c, err := d.DialPod(ctx, testNS, testPod, port)
 	if err != nil {
 		return err
