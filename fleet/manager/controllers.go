@@ -34,7 +34,8 @@ func controllerOptions(workers int) controller.TypedOptions[mcreconcile.Request]
 		MaxConcurrentReconciles: workers,
 		// Per-item backoff only: 5 ms doubling to 5 min. The fleet-wide pace
 		// of destructive actions is the shared limiter's job, not the queue's.
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](5e6, 300e9),
+		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](5e6, 300e9),
+		SkipNameValidation: &skipNameValidation,
 	}
 }
 

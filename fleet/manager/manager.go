@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"sync"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -54,6 +58,14 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// skipNameValidation lets the package's tests run several managers in one
+// process; controller-runtime refuses duplicate controller names per
+// process (they would share metrics), which is right for the binary.
+var skipNameValidation = false
+
+// sharedScheme is the Scheme of every workload cluster; never add to it.
+var sharedScheme = sync.OnceValue(Scheme)
+
 // New assembles the fleet manager for the management cluster at cfg.
 func New(restCfg *rest.Config, c config.Config) (*Fleet, error) {
 	if err := c.Validate(); err != nil {
@@ -90,6 +102,7 @@ func New(restCfg *rest.Config, c config.Config) (*Fleet, error) {
 		LeaderElectionNamespace: c.Namespace,
 		// Release the lease on shutdown so a standby takes over at once.
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &skipNameValidation},
 	})
 	if err != nil {
 		return nil, err
@@ -148,13 +161,34 @@ func providerOptions(c config.Config, onChange func(string)) kubeconfigsecret.Op
 		PreflightTimeout: c.Clusters.PreflightTimeout, ProbeInterval: c.Clusters.ProbeInterval,
 		ProbeTimeout: c.Clusters.ProbeTimeout, FailureThreshold: c.Clusters.FailureThreshold,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
-			o.Scheme = Scheme()
+			// One Scheme and one RESTMapper for all workload clusters:
+			// both are read-only once built, and each would otherwise
+			// cost a few hundred KiB per cluster.
+			o.Scheme = sharedScheme()
+			o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return operator.RESTMapper(), nil }
 			o.Cache.ByObject = operator.CacheByObject()
 			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
 		}},
-		OnChange: onChange,
-		Prepare:  prepare(c),
+		AccessChecks: accessChecks(operator.Access(c.EtcdAccess)),
+		OnChange:     onChange,
+		Prepare:      prepare(c),
 	}
+}
+
+// accessChecks are the provider's defaults with the port-forward verb that
+// the configured etcd access needs, or without port-forward for direct.
+func accessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
+	var out []kubeconfigsecret.AccessCheck
+	for _, ch := range kubeconfigsecret.DefaultAccessChecks() {
+		if ch.Subresource == "portforward" {
+			if a.PortForwardVerb() == "" {
+				continue
+			}
+			ch.Verbs = []string{a.PortForwardVerb()}
+		}
+		out = append(out, ch)
+	}
+	return out
 }
 
 // prepare installs the workload CRDs before a cluster is engaged, when

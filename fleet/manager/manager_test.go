@@ -30,7 +30,7 @@ func TestManager(t *testing.T) {
 }
 
 var _ = Describe("--ensure-workload-crds", func() {
-	It("installs the workload CRDs in a cluster that lacks them, then engages it", func(ctx SpecContext) {
+	It("reports a cluster that lacks the workload CRDs, and with the flag installs them and engages it", func(ctx SpecContext) {
 		logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 		_, file, _, _ := runtime.Caller(0)
 		f, err := sandbox.Start(ctx, sandbox.Options{Clusters: []string{"mgmt", "bare"}, Nodes: 1,
@@ -47,16 +47,29 @@ var _ = Describe("--ensure-workload-crds", func() {
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 
-		c := config.Default()
-		c.Namespace, c.EnsureWorkloadCRDs = ns, true
-		c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
-		fm, err := manager.New(mgmt.Config, c)
+		mc, err := client.New(mgmt.Config, client.Options{Scheme: manager.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		mctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- fm.Start(mctx) }()
-		defer func() { cancel(); <-done }()
+		connected := func(g Gomega) *metav1.Condition {
+			fc := &fleetv1.FleetCluster{}
+			g.Expect(mc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bare"}, fc)).To(Succeed())
+			cond := meta.FindStatusCondition(fc.Status.Conditions, fleetv1.ConditionConnected)
+			g.Expect(cond).NotTo(BeNil())
+			return cond
+		}
 
+		By("without --ensure-workload-crds: a clear condition, nothing engaged")
+		stop := startManager(mgmt, ns, false)
+		Eventually(func(g Gomega) {
+			cond := connected(g)
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal("MissingAPI"))
+			g.Expect(cond.Message).To(And(ContainSubstring("EtcdCluster.etcd.etcdfleet.io/v1alpha1"),
+				ContainSubstring("EtcdMember.etcd.etcdfleet.io/v1alpha1"), ContainSubstring("CRDs installed")))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		stop()
+
+		By("with --ensure-workload-crds")
+		defer startManager(mgmt, ns, true)()
 		bare, err := client.New(f.Cluster("bare").Config, client.Options{Scheme: manager.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(apiextensionsv1.AddToScheme(bare.Scheme())).To(Succeed())
@@ -64,12 +77,26 @@ var _ = Describe("--ensure-workload-crds", func() {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			g.Expect(bare.Get(ctx, types.NamespacedName{Name: "etcdmembers.etcd.etcdfleet.io"}, crd)).To(Succeed())
 		}).WithTimeout(time.Minute).Should(Succeed())
-		mc, err := client.New(mgmt.Config, client.Options{Scheme: manager.Scheme()})
-		Expect(err).NotTo(HaveOccurred())
 		Eventually(func(g Gomega) {
-			fc := &fleetv1.FleetCluster{}
-			g.Expect(mc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bare"}, fc)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(fc.Status.Conditions, fleetv1.ConditionConnected)).To(BeTrue())
+			g.Expect(connected(g).Status).To(Equal(metav1.ConditionTrue))
 		}).WithTimeout(time.Minute).Should(Succeed())
 	}, SpecTimeout(4*time.Minute))
 })
+
+// startManager runs a fleet manager for the Secrets in ns until the
+// returned stop is called.
+func startManager(mgmt *sandbox.Cluster, ns string, ensureCRDs bool) (stop func()) {
+	GinkgoHelper()
+	c := config.Default()
+	c.Namespace, c.EnsureWorkloadCRDs = ns, ensureCRDs
+	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
+	fm, err := manager.New(mgmt.Config, c)
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fm.Start(ctx) }()
+	return func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	}
+}

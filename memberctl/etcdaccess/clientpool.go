@@ -26,6 +26,11 @@ const (
 	// close (apiserver or kubelet gone). It must stay above etcd's
 	// --grpc-keepalive-min-time (5 s) or etcd answers with GOAWAY.
 	keepAliveTime = 30 * time.Second
+	// grpcReadBuffer replaces gRPC's 32 KiB per connection: membership and
+	// status calls are small, and a fleet holds three connections per etcd
+	// cluster for as long as it runs. Larger messages still pass; they
+	// just take more reads.
+	grpcReadBuffer = 8 << 10
 	// keepAliveTimeout is how long a ping may go unanswered before the
 	// connection is closed and redialled: a forward adds about a
 	// millisecond, so 10 s means the path is gone, not slow.
@@ -99,7 +104,10 @@ func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tl
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: keepAliveTimeout,
 		Logger:               p.logger,
-		DialOptions:          []grpc.DialOption{grpc.WithContextDialer(ContextDialer(p.dialer))},
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(ContextDialer(p.dialer)),
+			// The write buffer is taken from a pool per flush instead of
+			// being held by each idle connection.
+			grpc.WithSharedWriteBuffer(true), grpc.WithReadBufferSize(grpcReadBuffer)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd cluster %s: %w", key, err)

@@ -42,6 +42,19 @@ const (
 	Direct Access = "direct"
 )
 
+// PortForwardVerb is the verb on pods/portforward that reaching members
+// with a needs: a WebSocket upgrade is a GET, a SPDY one a POST. Direct
+// needs none and gets "".
+func (a Access) PortForwardVerb() string {
+	switch a {
+	case PortForward, "":
+		return "get"
+	case PortForwardSPDY:
+		return "create"
+	}
+	return ""
+}
+
 // CacheByObject narrows the caches of the kinds the reconcilers own to the
 // objects etcdfleet manages.
 func CacheByObject() map[client.Object]cache.ByObject {

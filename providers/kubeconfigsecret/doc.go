@@ -13,7 +13,10 @@
 //
 // The credentials need list and watch on etcdclusters, etcdmembers, pods,
 // persistentvolumeclaims, services and poddisruptionbudgets cluster-wide,
-// and create on pods/portforward (DefaultAccessChecks). The operator needs
+// and get on pods/portforward (DefaultAccessChecks; create instead for
+// SPDY, see Options.AccessChecks). Pre-flight also asks discovery whether
+// every WatchedKinds kind is served, so missing CRDs are reported before
+// anything is cached. The operator needs
 // get/list/watch on Secrets in the namespace of the management cluster.
 //
 // Annotating the Secret etcdfleet.io/paused: "true" marks the cluster

@@ -133,7 +133,8 @@ func DefaultWatchedKinds() []client.Object {
 
 // DefaultAccessChecks are the permissions the etcdfleet controllers need on
 // a workload cluster: list/watch of every watched kind, and port-forward to
-// reach etcd members through the API server.
+// reach etcd members through the API server (get: the WebSocket upgrade is
+// a GET; see operator.Access.PortForwardVerb for the other modes).
 func DefaultAccessChecks() []AccessCheck {
 	lw := []string{"list", "watch"}
 	return []AccessCheck{
@@ -143,7 +144,7 @@ func DefaultAccessChecks() []AccessCheck {
 		{Resource: "persistentvolumeclaims", Verbs: lw},
 		{Resource: "services", Verbs: lw},
 		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: lw},
-		{Resource: "pods", Subresource: "portforward", Verbs: []string{"create"}},
+		{Resource: "pods", Subresource: "portforward", Verbs: []string{"get"}},
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -39,6 +41,15 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor) (
 	if err != nil {
 		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: the API server did not answer within %s", d),
 			"pre-flight: server version", red)
+	}
+	missing, err := unservedKinds(ctx, cs.Discovery().RESTClient(), c.p.watched)
+	if err != nil {
+		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: discovery did not finish within %s", d),
+			"pre-flight: discovery", red)
+	}
+	if len(missing) > 0 {
+		return "", &failure{reason: ReasonMissingAPI, msg: "pre-flight: the API server does not serve " +
+			strings.Join(missing, ", ") + " (are the etcdfleet CRDs installed in the workload cluster?)"}
 	}
 	denied, err := checkAccess(ctx, cs, c.p.opts.AccessChecks)
 	if err != nil {
@@ -73,6 +84,48 @@ func serverVersion(ctx context.Context, rc rest.Interface) (string, error) {
 		return "", fmt.Errorf("decode /version: %w", err)
 	}
 	return info.GitVersion, nil
+}
+
+// unservedKinds returns the kinds in gvks that the server does not serve,
+// as Kind.group/version, sorted: one discovery request per group version.
+// The caches of an engaged cluster map kinds without discovery (see
+// operator.RESTMapper), so this is where a missing CRD is found.
+func unservedKinds(ctx context.Context, rc rest.Interface, gvks []schema.GroupVersionKind) ([]string, error) {
+	byGV := map[schema.GroupVersion][]string{}
+	for _, gvk := range gvks {
+		byGV[gvk.GroupVersion()] = append(byGV[gvk.GroupVersion()], gvk.Kind)
+	}
+	var missing []string
+	for gv, kinds := range byGV {
+		p := "/apis/" + gv.Group + "/" + gv.Version
+		if gv.Group == "" {
+			p = "/api/" + gv.Version
+		}
+		served := map[string]bool{}
+		raw, err := rc.Get().AbsPath(p).Do(ctx).Raw()
+		switch {
+		case apierrors.IsNotFound(err): // the whole group version is missing
+		case err != nil:
+			return nil, err
+		default:
+			var list metav1.APIResourceList
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return nil, fmt.Errorf("decode %s: %w", p, err)
+			}
+			for _, r := range list.APIResources {
+				if !strings.Contains(r.Name, "/") { // not a subresource
+					served[r.Kind] = true
+				}
+			}
+		}
+		for _, k := range kinds {
+			if !served[k] {
+				missing = append(missing, k+"."+gv.String())
+			}
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
 }
 
 // checkAccess asks one SelfSubjectAccessReview per check and verb, all at

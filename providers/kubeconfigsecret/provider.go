@@ -10,11 +10,13 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -28,10 +30,11 @@ var _ multicluster.Provider = &Provider{}
 // Provider engages one workload cluster per labelled kubeconfig Secret. See
 // the package documentation.
 type Provider struct {
-	opts   Options
-	log    logr.Logger
-	mgr    mcmanager.Manager
-	reader client.Reader // the local manager's (Secret-narrowed) cache
+	opts    Options
+	watched []schema.GroupVersionKind // of opts.WatchedKinds, checked in pre-flight
+	log     logr.Logger
+	mgr     mcmanager.Manager
+	reader  client.Reader // the local manager's (Secret-narrowed) cache
 
 	started chan struct{} // closed when the leader-elected runnable starts
 	runCtx  context.Context
@@ -66,8 +69,13 @@ func New(opts Options) (*Provider, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("kubeconfigsecret: %w", err)
 	}
+	watched, err := watchedGVKs(opts)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfigsecret: %w", err)
+	}
 	return &Provider{
 		opts:    opts,
+		watched: watched,
 		log:     ctrl.Log.WithName("kubeconfigsecret"),
 		started: make(chan struct{}),
 		conns:   map[string]*conn{},
@@ -346,4 +354,22 @@ func (p *Provider) State(name string) (ClusterState, bool) {
 		return *s, true
 	}
 	return ClusterState{}, false
+}
+
+// watchedGVKs resolves WatchedKinds with the Scheme the clusters get from
+// ClusterOptions, so that pre-flight can ask discovery for exactly those.
+func watchedGVKs(o Options) ([]schema.GroupVersionKind, error) {
+	var co cluster.Options
+	for _, f := range o.ClusterOptions {
+		f(&co)
+	}
+	out := make([]schema.GroupVersionKind, 0, len(o.WatchedKinds))
+	for _, obj := range o.WatchedKinds {
+		gvk, err := apiutil.GVKForObject(obj, co.Scheme)
+		if err != nil {
+			return nil, fmt.Errorf("watched kind %T: %w", obj, err)
+		}
+		out = append(out, gvk)
+	}
+	return out, nil
 }
