@@ -63,6 +63,11 @@ func Scheme() *runtime.Scheme {
 // process (they would share metrics), which is right for the binary.
 var skipNameValidation = false
 
+// closeFunc adapts a function to io.Closer.
+type closeFunc func() error
+
+func (f closeFunc) Close() error { return f() }
+
 // sharedScheme is the Scheme of every workload cluster; never add to it.
 var sharedScheme = sync.OnceValue(Scheme)
 
@@ -145,13 +150,26 @@ func (f *Fleet) Start(ctx context.Context) error { return f.Manager.Start(ctx) }
 // newCluster builds the workload.Cluster of an engaged cluster.
 func (f *Fleet) newCluster(c config.Config) func(context.Context, string, cluster.Cluster) (*workload.Cluster, io.Closer, error) {
 	return func(ctx context.Context, name string, cl cluster.Cluster) (*workload.Cluster, io.Closer, error) {
-		cc := clusterConfig(name, cl, ctx)
+		rec, stopEvents, err := eventRecorder(cl)
+		if err != nil {
+			return nil, nil, err
+		}
+		cc := clusterConfig(name, cl, ctx, rec)
 		cc.Access, cc.Gate = operator.Access(c.EtcdAccess), f.Limiter
 		cc.Paused = func() bool {
 			st, ok := f.Provider.State(name)
 			return (ok && st.Paused) || f.Dashboard.FleetPaused()
 		}
-		return operator.NewCluster(cc)
+		wc, closer, err := operator.NewCluster(cc)
+		if err != nil {
+			stopEvents()
+			return nil, nil, err
+		}
+		return wc, closeFunc(func() error {
+			err := closer.Close()
+			stopEvents()
+			return err
+		}), nil
 	}
 }
 

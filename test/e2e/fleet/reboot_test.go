@@ -73,6 +73,21 @@ func rebootSpecs() {
 			Expect(phases).To(HaveKey(corev1.PodSucceeded), "the reboot left some Pods Succeeded")
 			Expect(phases).To(HaveKey(corev1.PodFailed), "the reboot left some Pods Failed")
 			Expect(phases[corev1.PodSucceeded]+phases[corev1.PodFailed]).To(Equal(len(deletes(logs))), "only terminal Pods were deleted: %v", phases)
+
+			By("finding a ReplacingTerminalPod Event on the EtcdMember of every replaced Pod, in its own cluster")
+			for _, w := range workloads {
+				Eventually(func(g Gomega) {
+					evs, err := sb.Cluster(w).Clientset.CoreV1().Events(etcdNS).List(ctx, metav1.ListOptions{FieldSelector: "reason=ReplacingTerminalPod"})
+					g.Expect(err).NotTo(HaveOccurred())
+					seen := map[string]bool{}
+					for _, e := range evs.Items {
+						g.Expect(e.InvolvedObject.Kind).To(Equal("EtcdMember"))
+						g.Expect(e.Source.Component).To(Equal("etcdfleet"))
+						seen[e.InvolvedObject.Name] = true
+					}
+					g.Expect(seen).To(HaveLen(len(before[w])), "cluster %s", w)
+				}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+			}
 		}, SpecTimeout(6*time.Minute))
 
 		It("paces the fleet's terminal-Pod deletes at the limiter's rate and burst, and serves every cluster fairly", func() {
