@@ -2,10 +2,16 @@ package etcdaccess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 )
 
 // PodDialer opens a TCP connection to a port of a Pod.
@@ -74,4 +80,27 @@ func ParsePodAddress(addr string) (namespace, pod string, port int, err error) {
 		}
 	}
 	return labels[2], labels[0], port, nil
+}
+
+// coreV1Config copies cfg for core/v1 requests and returns the apiserver
+// URL and API path the port-forward dialers build their URLs from.
+func coreV1Config(cfg *rest.Config) (c *rest.Config, base *url.URL, apiPath string, err error) {
+	if cfg == nil {
+		return nil, nil, "", errors.New("rest config must not be nil")
+	}
+	c = rest.CopyConfig(cfg)
+	c.APIPath = "/api"
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	base, apiPath, err = rest.DefaultServerUrlFor(c)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("apiserver URL: %w", err)
+	}
+	return c, base, apiPath, nil
+}
+
+// portForwardURL is the pods/portforward subresource of a Pod.
+func portForwardURL(base *url.URL, apiPath, namespace, pod string) url.URL {
+	u := *base
+	u.Path = path.Join(u.Path, apiPath, "namespaces", namespace, "pods", pod, "portforward")
+	return u
 }

@@ -7,12 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
@@ -86,15 +84,9 @@ type podConn struct {
 // NewPortForwardDialer returns a dialer that uses cfg, a workload cluster's
 // apiserver config. Its user needs create (SPDY) on pods/portforward.
 func NewPortForwardDialer(cfg *rest.Config, opts PortForwardOptions) (*PortForwardDialer, error) {
-	if cfg == nil {
-		return nil, errors.New("rest config must not be nil")
-	}
-	c := rest.CopyConfig(cfg)
-	c.APIPath = "/api"
-	c.GroupVersion = &corev1.SchemeGroupVersion
-	base, apiPath, err := rest.DefaultServerUrlFor(c)
+	c, base, apiPath, err := coreV1Config(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("apiserver URL: %w", err)
+		return nil, err
 	}
 	// Fail now on bad TLS or auth settings rather than on the first dial.
 	if _, _, err := spdy.RoundTripperFor(c); err != nil {
@@ -244,8 +236,7 @@ func (d *PortForwardDialer) dial(ctx context.Context, namespace, pod string) (ht
 	if err != nil {
 		return nil, err
 	}
-	u := *d.base
-	u.Path = path.Join(u.Path, d.apiPath, "namespaces", namespace, "pods", pod, "portforward")
+	u := portForwardURL(d.base, d.apiPath, namespace, pod)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return nil, err

@@ -10,14 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
@@ -81,15 +79,9 @@ type WebSocketDialer struct {
 // NewWebSocketDialer returns a dialer that uses cfg, a workload cluster's
 // apiserver config. Its user needs get on pods/portforward.
 func NewWebSocketDialer(cfg *rest.Config, opts WebSocketOptions) (*WebSocketDialer, error) {
-	if cfg == nil {
-		return nil, errors.New("rest config must not be nil")
-	}
-	c := rest.CopyConfig(cfg)
-	c.APIPath = "/api"
-	c.GroupVersion = &corev1.SchemeGroupVersion
-	base, apiPath, err := rest.DefaultServerUrlFor(c)
+	c, base, apiPath, err := coreV1Config(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("apiserver URL: %w", err)
+		return nil, err
 	}
 	tc, err := c.TransportConfig()
 	if err != nil {
@@ -147,8 +139,7 @@ func (d *WebSocketDialer) DialPod(ctx context.Context, namespace, pod string, po
 func (d *WebSocketDialer) handshake(ctx context.Context, namespace, pod string, port int) (*websocket.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.HandshakeTimeout)
 	defer cancel()
-	u := *d.base
-	u.Path = path.Join(u.Path, d.apiPath, "namespaces", namespace, "pods", pod, "portforward")
+	u := portForwardURL(d.base, d.apiPath, namespace, pod)
 	u.RawQuery = url.Values{"ports": {strconv.Itoa(port)}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

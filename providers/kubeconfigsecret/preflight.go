@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -245,15 +246,17 @@ func (c *conn) syncInformers(s *session, startErr <-chan error) *failure {
 	return nil
 }
 
-// probeClient is a client for /version bounded by the probe timeout.
+// probeClient is a client for /version bounded by the probe timeout. It is
+// kept for the cluster's engagement, so it is the discovery client alone,
+// not a clientset: that would hold some fifty typed clients per cluster.
 func probeClient(cfg *rest.Config, timeout time.Duration) (rest.Interface, error) {
 	pcfg := rest.CopyConfig(cfg)
 	pcfg.Timeout = timeout
-	cs, err := kubernetes.NewForConfig(pcfg)
+	dc, err := discovery.NewDiscoveryClientForConfig(pcfg)
 	if err != nil {
 		return nil, err
 	}
-	return cs.Discovery().RESTClient(), nil
+	return dc.RESTClient(), nil
 }
 
 // probe asks for /version: cheap, and answered 401 once the credentials

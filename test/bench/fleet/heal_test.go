@@ -49,13 +49,19 @@ type workload struct {
 // each with one 3-member PVC EtcdCluster, registers them by Secret with
 // the fleet manager running in this process with the default
 // configuration (limiter 2/s, burst 10), then reboots every Node of every
-// cluster at once. Heal time runs from the reboot to every EtcdCluster
-// Available with every member Pod replaced (new UID) and Ready, all seen
-// on the apiservers.
+// cluster at once. Heal time runs from the first member Pod seen terminal
+// to every EtcdCluster Available with every member Pod replaced (new UID)
+// and Ready, all seen on the apiservers.
 //
 // It is compared with the lower bound the limiter allows: the first burst
 // replacements go at once, the other 3N − burst at rate, and the last
 // replaced member still has to start, so (3N − burst)/rate + etcd start.
+// The bound counts from the moment there is something to replace, so heal
+// time does too: before the first Pod is terminal the simulated kubelets
+// are still stopping etcd gracefully (0.5-1 s), which is the outage, not
+// healing. Pods keep turning terminal for a few seconds after that, while
+// the limiter already paces the first ones; the time from the reboot call
+// is printed too.
 // etcd start is measured in the same run: per cluster, the ADDED → Ready
 // time of the replacement created last (by then the other members are up,
 // so it is the plain start of one member under the fleet's load); the p50
@@ -237,6 +243,9 @@ func report(b *testing.B, ws []*workload, t0 time.Time, rebootCall time.Duration
 		replaced += len(reps)
 		healedAt = append(healedAt, w.healed.Sub(t0))
 	}
+	for i := range healedAt {
+		healedAt[i] -= firstTerminal.Sub(t0)
+	}
 	heal := bench.Percentile(healedAt, 1)
 	etcdStart := bench.Percentile(lastStarts, 0.5)
 	paced := max(0, replaced-after.Burst)
@@ -250,18 +259,19 @@ func report(b *testing.B, ws []*workload, t0 time.Time, rebootCall time.Duration
 	b.ReportMetric(bench.Ms(etcdStart), "etcd-start-ms")
 	b.ReportMetric(float64(len(ws)), "clusters")
 	bench.Logf(b, `fleet heal (%d clusters × 1 EtcdCluster × %d members = %d replacements, limiter %g/s burst %d, node outage %s):
-  heal time (reboot → every EtcdCluster Available, every Pod replaced and Ready): %.2f s
-    first cluster healed after %.2f s, median %.2f s; Pods seen terminal from %.2f s to %.2f s (graceful stop), reboot call %.2f s
+  heal time (first Pod terminal → every EtcdCluster Available, every Pod replaced and Ready): %.2f s   (from the reboot call: %.2f s)
+    first cluster healed after %.2f s, median %.2f s; Pods seen terminal from %.2f s to %.2f s after the reboot call (graceful stop), which took %.2f s
   etcd start (per cluster, last replacement's ADDED → Ready; p50): %.0f ms   (all replacements: p50 %.0f ms)
   limiter lower bound max(0, %d − %d)/%g/s + etcd start = %.2f s
-  heal / bound = %.2f   (goal ≤ %.1f: %s)
+  heal / bound = %.2f   (goal ≤ %.1f: %s; from the reboot call it would be %.2f)
   detect→replace under the limiter: p50 %.0f ms, p99 %.0f ms; throttled waits %d, grants %d
   host at the end: %s`,
 		len(ws), members, replaced, after.Rate, after.Burst, outage,
-		heal.Seconds(), bench.Percentile(healedAt, 0).Seconds(), bench.Percentile(healedAt, 0.5).Seconds(),
+		heal.Seconds(), (heal + firstTerminal.Sub(t0)).Seconds(), bench.Percentile(healedAt, 0).Seconds(), bench.Percentile(healedAt, 0.5).Seconds(),
 		firstTerminal.Sub(t0).Seconds(), lastTerminal.Sub(t0).Seconds(), rebootCall.Seconds(),
 		bench.Ms(etcdStart), bench.Ms(bench.Percentile(starts, 0.5)),
 		replaced, after.Burst, after.Rate, bound.Seconds(), ratio, goal, bench.Verdict(ratio <= goal),
+		(heal+firstTerminal.Sub(t0)).Seconds()/bound.Seconds(),
 		bench.Ms(bench.Percentile(detect, 0.5)), bench.Ms(bench.Percentile(detect, 0.99)),
 		after.ThrottledTotal-before.ThrottledTotal, after.GrantedTotal-before.GrantedTotal, bench.HostLoad())
 }
