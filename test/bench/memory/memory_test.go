@@ -343,7 +343,8 @@ type usage struct{ heap, alloc, stack, rss float64 }
 // discovery and RESTMappers (about 0.5 MiB per cluster in flight), and a
 // single reading lands on them or not by chance; the floor is what the
 // manager keeps. With BENCH_MEMORY_PROFILE=dir it also writes
-// dir/<label>.pprof, a heap profile to compare with go tool pprof -base.
+// dir/<label>.pprof, a heap profile to compare with go tool pprof -base,
+// and dir/<label>.goroutines.pprof.
 func measure(b *testing.B, label string, window time.Duration) usage {
 	u := usage{heap: math.Inf(1), alloc: math.Inf(1), stack: math.Inf(1), rss: math.Inf(1)}
 	for start := time.Now(); ; {
@@ -358,16 +359,22 @@ func measure(b *testing.B, label string, window time.Duration) usage {
 		time.Sleep(time.Second)
 	}
 	if dir := os.Getenv(envProfileDir); dir != "" {
-		f, err := os.Create(filepath.Join(dir, label+".pprof"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-			b.Fatal(err)
+		for file, profile := range map[string]string{label + ".pprof": "heap", label + ".goroutines.pprof": "goroutine"} {
+			writeProfile(b, filepath.Join(dir, file), profile)
 		}
 	}
 	return u
+}
+
+func writeProfile(b *testing.B, path, profile string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup(profile).WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // vmRSS is this process's resident set size from /proc, or 0.

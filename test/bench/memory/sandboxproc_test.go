@@ -25,7 +25,7 @@ const (
 	envSandboxDir      = "ETCDFLEET_BENCH_SANDBOX_DIR"
 	envSandboxClusters = "ETCDFLEET_BENCH_SANDBOX_CLUSTERS"
 	readyFile          = "ready"
-	// envProfileDir asks for heap profiles (see measure).
+	// envProfileDir asks for heap and goroutine profiles (see measure).
 	envProfileDir = "BENCH_MEMORY_PROFILE"
 )
 
