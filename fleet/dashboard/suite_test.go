@@ -3,8 +3,6 @@ package dashboard
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,12 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -29,6 +25,7 @@ import (
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 )
 
 // The suite runs the pure specs and the Writer specs in one binary. The
@@ -37,11 +34,11 @@ import (
 // stubSource and stubLimiter standing in for the fleet wiring.
 
 var (
-	testEnv   *envtest.Environment
+	testEnv   *envtestenv.Env
 	cfg       *rest.Config
 	k8sClient client.Client // direct: every read sees the previous write
-	clientset *kubernetes.Clientset
-	scheme    = runtime.NewScheme()
+	clientset kubernetes.Interface
+	scheme    *runtime.Scheme
 	nsSeq     atomic.Int64
 )
 
@@ -52,34 +49,13 @@ func TestDashboard(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(GinkgoLogr)
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver to test against: run `make test`, or " +
-			"export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s before `go test`")
-	}
-	useExisting := false
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "management")},
-		ErrorIfCRDPathMissing: true,
-		UseExistingCluster:    &useExisting,
-	}
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		testEnv.ControlPlaneStartTimeout = 90 * time.Second
-	}
-	var err error
-	cfg, err = testEnv.Start()
+	env, err := envtestenv.Start(envtestenv.ManagementCRDs, fleetv1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(fleetv1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	clientset, err = kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
+	testEnv, cfg, scheme, k8sClient, clientset = env, env.Config, env.Scheme, env.Client, env.Clientset
 })
 
 var _ = AfterSuite(func() {
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 // newNamespace creates a fresh namespace so specs never share objects.

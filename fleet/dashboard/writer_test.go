@@ -147,7 +147,7 @@ var _ = Describe("Writer", func() {
 			"Name": "prod-1", "Connected": "True", "Ready": "False", "Paused": "False",
 			"EtcdClusters": "2", "Quorate": "2", "Members": "5/6", "Replaced": "3", "Throttled": "9",
 		}))
-		stdout, _, err := testEnv.ControlPlane.KubeCtl().Run("get", "fleetclusters", "-n", ns)
+		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleetclusters", "-n", ns)
 		Expect(err).NotTo(HaveOccurred())
 		out, err := io.ReadAll(stdout)
 		Expect(err).NotTo(HaveOccurred())
@@ -391,7 +391,7 @@ var _ = Describe("Writer", func() {
 		Expect(rows[0]).To(Equal(map[string]string{"Name": "fleet", "Paused": "false", "Clusters": "12",
 			"Connected": "10", "Quorate": "8", "Degraded": "7", "Waiting": "4", "Replaced": "10"}))
 
-		stdout, _, err := testEnv.ControlPlane.KubeCtl().Run("get", "fleets")
+		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleets")
 		Expect(err).NotTo(HaveOccurred())
 		out, err := io.ReadAll(stdout)
 		Expect(err).NotTo(HaveOccurred())

@@ -3,26 +3,22 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdops"
+	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 )
 
 // The suite runs against ONE real kube-apiserver (envtest) with the
@@ -32,10 +28,10 @@ import (
 // etcd is covered by the sandbox tests.
 
 var (
-	testEnv   *envtest.Environment
+	testEnv   *envtestenv.Env
 	cfg       *rest.Config
 	k8sClient client.Client
-	scheme    = runtime.NewScheme()
+	scheme    *runtime.Scheme
 	nsSeq     atomic.Int64
 )
 
@@ -46,33 +42,14 @@ func TestCluster(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(GinkgoLogr)
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver to test against: run `make test`, or " +
-			"export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s before `go test`")
-	}
-	useExisting := false
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "workload")},
-		ErrorIfCRDPathMissing: true,
-		UseExistingCluster:    &useExisting,
-	}
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		testEnv.ControlPlaneStartTimeout = 90 * time.Second
-	}
-	var err error
-	cfg, err = testEnv.Start()
+	env, err := envtestenv.Start(envtestenv.WorkloadCRDs, v1alpha1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
 	// A direct client: every read sees the previous write.
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	testEnv, cfg, scheme, k8sClient = env, env.Config, env.Scheme, env.Client
 })
 
 var _ = AfterSuite(func() {
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 // newNamespace creates a fresh namespace so specs never share objects.

@@ -252,7 +252,7 @@ var _ = Describe("Isolation", func() {
 		fb := state("iso-forbidden")()
 		Expect(fb.Connected).To(BeFalse())
 		Expect(fb.Message).To(ContainSubstring("list,watch etcdclusters.etcd.etcdfleet.io"))
-		Expect(fb.Message).To(ContainSubstring("create pods/portforward"))
+		Expect(fb.Message).To(ContainSubstring("get pods/portforward"))
 		expectNoCredentials(fb.Message, forbidden)
 
 		createEtcdCluster(ctx, mgmt, "iso-events", "one")

@@ -3,21 +3,16 @@ package v1alpha1_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fleetv1alpha1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 )
@@ -26,9 +21,9 @@ import (
 // (envtest) with the generated CRDs from config/crd/management.
 
 var (
-	testEnv   *envtest.Environment
+	testEnv   *envtestenv.Env
 	k8sClient client.Client
-	clientset *kubernetes.Clientset
+	clientset kubernetes.Interface
 	ns        string
 )
 
@@ -38,30 +33,10 @@ func TestAPI(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set, so there is no kube-apiserver to test the CRDs against. " +
-			"Run `make test`, or export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" before `go test`.")
-	}
-	useExisting := false
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "management")},
-		ErrorIfCRDPathMissing: true,
-		UseExistingCluster:    &useExisting,
-	}
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		testEnv.ControlPlaneStartTimeout = 90 * time.Second
-	}
-	cfg, err := testEnv.Start()
+	env, err := envtestenv.Start(envtestenv.ManagementCRDs, fleetv1alpha1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(testEnv.CRDs).To(HaveLen(2))
-
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(fleetv1alpha1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	clientset, err = kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
+	testEnv, k8sClient, clientset = env, env.Client, env.Clientset
+	Expect(env.Environment.CRDs).To(HaveLen(2))
 
 	ns = "fleet-test"
 	Expect(k8sClient.Create(context.Background(),
@@ -69,9 +44,7 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 // expectInvalid asserts that the apiserver rejected a request as Invalid

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -17,12 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 )
@@ -31,10 +26,10 @@ import (
 // (envtest) with the generated CRDs from config/crd/workload.
 
 var (
-	testEnv   *envtest.Environment
+	testEnv   *envtestenv.Env
 	cfg       *rest.Config
 	k8sClient client.Client
-	clientset *kubernetes.Clientset
+	clientset kubernetes.Interface
 	ns        string
 	nameSeq   atomic.Int64
 )
@@ -45,31 +40,10 @@ func TestAPI(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set, so there is no kube-apiserver to test the CRDs against. " +
-			"Run `make test`, or export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" before `go test`.")
-	}
-	useExisting := false
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "config", "crd", "workload")},
-		ErrorIfCRDPathMissing: true,
-		UseExistingCluster:    &useExisting,
-	}
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		testEnv.ControlPlaneStartTimeout = 90 * time.Second
-	}
-	var err error
-	cfg, err = testEnv.Start()
+	env, err := envtestenv.Start(envtestenv.WorkloadCRDs, v1alpha1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(testEnv.CRDs).To(HaveLen(2))
-
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	clientset, err = kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
+	testEnv, cfg, k8sClient, clientset = env, env.Config, env.Client, env.Clientset
+	Expect(env.Environment.CRDs).To(HaveLen(2))
 
 	ns = "api-test"
 	Expect(k8sClient.Create(context.Background(),
@@ -77,9 +51,7 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 // uniqueName returns a fresh object name so specs never collide.

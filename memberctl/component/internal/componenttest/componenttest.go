@@ -6,29 +6,23 @@ package componenttest
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 )
 
 // Env is a running kube-apiserver and etcd with the workload CRDs installed.
 type Env struct {
-	env *envtest.Environment
+	env *envtestenv.Env
 	// Client talks to the apiserver directly (no cache), so every read
 	// sees the previous write.
 	Client client.WithWatch
@@ -36,39 +30,11 @@ type Env struct {
 
 // Start starts the control plane from KUBEBUILDER_ASSETS.
 func Start() (*Env, error) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return nil, errors.New("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver to test against: " +
-			"run `make test`, or export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" " +
-			"KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s before `go test`")
-	}
-	root, err := moduleRoot()
+	env, err := envtestenv.Start(envtestenv.WorkloadCRDs, v1alpha1.AddToScheme)
 	if err != nil {
 		return nil, err
 	}
-	useExisting := false
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "workload")},
-		ErrorIfCRDPathMissing: true,
-		UseExistingCluster:    &useExisting,
-	}
-	// Several control planes starting at once on 2 cores need more than
-	// envtest's default 20s.
-	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
-		env.ControlPlaneStartTimeout = 90 * time.Second
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("start envtest: %w", err)
-	}
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
-		return nil, errors.Join(err, env.Stop())
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, errors.Join(err, env.Stop())
-	}
-	return &Env{env: env, Client: c}, nil
+	return &Env{env: env, Client: env.Client}, nil
 }
 
 // Stop stops the control plane.
@@ -175,25 +141,5 @@ func StaleOwner(kind, name string) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion: v1alpha1.GroupVersion.String(), Kind: kind, Name: name,
 		UID: "00000000-0000-0000-0000-00000000dead", Controller: ptr.To(true),
-	}
-}
-
-// moduleRoot walks up from the working directory (the package directory
-// under go test) to go.mod, so that the CRD path does not depend on how
-// deep the test package sits or on -trimpath.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
 	}
 }
