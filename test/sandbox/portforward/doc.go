@@ -18,10 +18,13 @@
 //
 // # Implementation details
 //
-// The apiserver sends POST /portForward/{ns}/{pod} with a SPDY/3.1 upgrade,
-// even when its client used WebSockets (it ends the WebSocket itself), so the
-// server needs only what ServePortForward from k8s.io/cri-streaming does: the
-// handshake, pairing each error+data stream pair, and calling PortForward.
+// The apiserver sends POST /portForward/{ns}/{pod} with a SPDY/3.1 upgrade
+// when its client used SPDY or the SPDY-over-WebSocket tunnel (it ends that
+// WebSocket itself), and proxies a plain channel-protocol WebSocket
+// (v4.channel.k8s.io, what etcdfleet's default dialer sends) untouched as a
+// GET with ?ports=. ServePortForward from k8s.io/cri-streaming serves both,
+// as the kubelet does: the handshake, pairing each error+data stream pair
+// (or channel pair), and calling PortForward.
 // The apiserver does not verify the kubelet certificate unless it runs with
 // --kubelet-certificate-authority; CAPEM is there for that flag, which is why
 // the certificate carries the IP SAN 127.0.0.1. No client certificate is
