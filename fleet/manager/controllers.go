@@ -42,7 +42,11 @@ func controllerOptions(workers int) controller.TypedOptions[mcreconcile.Request]
 // setupControllers registers the EtcdMember and EtcdCluster reconcilers for
 // every engaged cluster. grants carries the limiter's wake-ups: a member
 // whose turn came is reconciled at once instead of at its requeue time.
-func setupControllers(mgr mcmanager.Manager, src *registry, m *member.Reconciler, c *cluster.Reconciler, workers int, grants <-chan event.TypedGenericEvent[gate.Request]) error {
+// changed is told the cluster of every EtcdCluster reconcile: those run on
+// every change of an EtcdCluster or of its members (readiness, quorum,
+// replacement counts), which is exactly what the dashboard shows.
+func setupControllers(mgr mcmanager.Manager, src *registry, m *member.Reconciler, c *cluster.Reconciler, workers int,
+	grants <-chan event.TypedGenericEvent[gate.Request], changed func(cluster string)) error {
 	wake := source.TypedChannel(grants, handler.TypedFuncs[gate.Request, mcreconcile.Request]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[gate.Request], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 			q.Add(mcreconcile.Request{ClusterName: multicluster.ClusterName(e.Object.Cluster),
@@ -67,6 +71,7 @@ func setupControllers(mgr mcmanager.Manager, src *registry, m *member.Reconciler
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WithOptions(controllerOptions(workers)).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			defer changed(string(req.ClusterName))
 			return c.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
 		}))
 }

@@ -135,7 +135,7 @@ func New(restCfg *rest.Config, c config.Config) (*Fleet, error) {
 	}
 	mr := &member.Reconciler{Clusters: f.registry, Options: memberOptions(c)}
 	cr := &clusterctl.Reconciler{Clusters: f.registry}
-	if err := setupControllers(mgr, f.registry, mr, cr, c.Workers, grants); err != nil {
+	if err := setupControllers(mgr, f.registry, mr, cr, c.Workers, grants, f.Dashboard.Notify); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/config"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
@@ -30,7 +31,7 @@ func TestManager(t *testing.T) {
 }
 
 var _ = Describe("--ensure-workload-crds", func() {
-	It("reports a cluster that lacks the workload CRDs, and with the flag installs them and engages it", func(ctx SpecContext) {
+	It("reports a cluster that lacks the workload CRDs; with the flag installs them and engages it, and its row follows the cluster", func(ctx SpecContext) {
 		logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 		_, file, _, _ := runtime.Caller(0)
 		f, err := sandbox.Start(ctx, sandbox.Options{Clusters: []string{"mgmt", "bare"}, Nodes: 1,
@@ -80,6 +81,14 @@ var _ = Describe("--ensure-workload-crds", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(connected(g).Status).To(Equal(metav1.ConditionTrue))
 		}).WithTimeout(time.Minute).Should(Succeed())
+
+		By("showing a new EtcdCluster on the cluster's row at once, not at the next resync (an hour away)")
+		Expect(bare.Create(ctx, e2eutil.NewEtcdCluster("default", "one", 1, false))).To(Succeed())
+		Eventually(func(g Gomega) int32 {
+			fc := &fleetv1.FleetCluster{}
+			g.Expect(mc.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bare"}, fc)).To(Succeed())
+			return fc.Status.EtcdClusters
+		}).WithTimeout(10 * time.Second).Should(BeEquivalentTo(1))
 	}, SpecTimeout(4*time.Minute))
 })
 
@@ -90,6 +99,8 @@ func startManager(mgmt *sandbox.Cluster, ns string, ensureCRDs bool) (stop func(
 	c := config.Default()
 	c.Namespace, c.EnsureWorkloadCRDs = ns, ensureCRDs
 	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
+	// Rows must follow changes through notifications, not the resync.
+	c.Dashboard.Resync = time.Hour
 	fm, err := manager.New(mgmt.Config, c)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())

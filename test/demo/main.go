@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -30,6 +32,10 @@ func main() {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
 		ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
+		// client-go and the simulated kubelet's port-forward server log
+		// every refused forward during the reboot through klog: expected
+		// there, and noise between the progress lines.
+		klog.SetLogger(logr.Discard())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
