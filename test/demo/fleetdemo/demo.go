@@ -99,6 +99,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		return err
 	}
 	d.report(ctx, healed, before)
+	d.waitDashboard(ctx)
 	d.kubectl("get", "fleetclusters", "-n", Namespace)
 	d.kubectl("get", "fleet")
 	fmt.Fprintf(out, "\n==> every key verified; demo done in %s\n", time.Since(start).Round(time.Second))

@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
@@ -251,4 +253,29 @@ func (d *driver) keep(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// waitDashboard gives the dashboard, which writes each object at most
+// every 2 s, the time to show the healed fleet and the replacements just
+// counted, so that the tables printed next agree with the report. It gives
+// up quietly after 15 s: the tables then show what the dashboard says.
+func (d *driver) waitDashboard(ctx context.Context) {
+	want := d.replacements(ctx)
+	var total int64
+	for _, n := range want {
+		total += int64(n)
+	}
+	mgmt := d.fleet.Manager.GetLocalManager().GetClient()
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		for w, n := range want {
+			fc := &fleetv1.FleetCluster{}
+			if err := mgmt.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: w}, fc); err != nil ||
+				fc.Status.ReplacementsTotal != int64(n) || fc.Status.MembersReady != fc.Status.MembersDesired {
+				return false, nil
+			}
+		}
+		f := &fleetv1.Fleet{}
+		err := mgmt.Get(ctx, types.NamespacedName{Name: fleetv1.FleetName}, f)
+		return err == nil && f.Status.ClustersDegraded == 0 && f.Status.ReplacementsTotal >= total, nil
+	})
 }
