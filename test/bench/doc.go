@@ -9,10 +9,13 @@
 //     time from a reboot to the EtcdCluster being Available again. Goal:
 //     p50 ≤ 100 ms.
 //   - fleet: fleet heal time after rebooting every node of N workload
-//     clusters at once, against the shared limiter's lower bound
+//     clusters at once (from the first Pod seen terminal; from the reboot
+//     call too), against the shared limiter's lower bound
 //     (3N − burst)/rate + etcd start. Goal: ratio ≤ 1.2.
-//   - memory: the fleet manager's heap per engaged cluster, with 0 and with
-//     2,000 unrelated Pods per cluster. Goal: ≤ 2 MiB and flat.
+//   - memory: the fleet manager's heap per additional engaged cluster
+//     (the process's one-off costs apart; the average with them and RSS
+//     printed beside it), with 0 and with 2,000 unrelated Pods per
+//     cluster. Goal: ≤ 2 MiB and flat.
 //
 // # Usage
 //
@@ -21,9 +24,9 @@
 //
 // Knobs (environment): BENCH_REBOOTS (replace, default 10), BENCH_CLUSTERS
 // (fleet, default 10), BENCH_MEMORY_CLUSTERS and BENCH_MEMORY_PODS (memory,
-// defaults 5 and 2000), BENCH_MEMORY_PROFILE=dir (memory: heap profiles of
-// each reading, for go tool pprof -base), BENCH_VERBOSE=1 to see the
-// controllers' logs.
+// defaults 5 and 2000), BENCH_MEMORY_PROFILE=dir (memory: heap and
+// goroutine profiles of each reading, for go tool pprof -base),
+// BENCH_VERBOSE=1 to see the controllers' logs.
 //
 // # Implementation details
 //
@@ -31,7 +34,8 @@
 // benchstat) and as a human-readable summary with the product goal beside
 // it, on stdout (Logf: the testing package keeps only 10 lines of b.Logf
 // per benchmark), ending with the host's load average: the machine is
-// shared, and a timing taken under load should say so. The goals are printed, never asserted: a benchmark fails only when
+// shared, and a timing taken under load should say so. The goals are
+// printed, never asserted: a benchmark fails only when
 // the system does not heal at all. Each benchmark does one experiment
 // whatever b.N is (run them with -benchtime 1x) and reports ns/op as 0.
 //

@@ -1,4 +1,4 @@
-// Package memory benchmarks the fleet manager's memory per engaged
+// Package memory benchmarks the fleet manager's memory per additional engaged
 // workload cluster, with no unrelated Pods and with 2,000 per cluster
 // (goal: ≤ 2 MiB per cluster, and flat). See BenchmarkManagerMemory.
 //
