@@ -63,11 +63,6 @@ func Scheme() *runtime.Scheme {
 // process (they would share metrics), which is right for the binary.
 var skipNameValidation = false
 
-// closeFunc adapts a function to io.Closer.
-type closeFunc func() error
-
-func (f closeFunc) Close() error { return f() }
-
 // sharedScheme is the Scheme of every workload cluster; never add to it.
 var sharedScheme = sync.OnceValue(Scheme)
 
@@ -150,26 +145,13 @@ func (f *Fleet) Start(ctx context.Context) error { return f.Manager.Start(ctx) }
 // newCluster builds the workload.Cluster of an engaged cluster.
 func (f *Fleet) newCluster(c config.Config) func(context.Context, string, cluster.Cluster) (*workload.Cluster, io.Closer, error) {
 	return func(ctx context.Context, name string, cl cluster.Cluster) (*workload.Cluster, io.Closer, error) {
-		rec, stopEvents, err := eventRecorder(cl)
-		if err != nil {
-			return nil, nil, err
-		}
-		cc := clusterConfig(name, cl, ctx, rec)
+		cc := clusterConfig(name, cl, ctx)
 		cc.Access, cc.Gate = operator.Access(c.EtcdAccess), f.Limiter
 		cc.Paused = func() bool {
 			st, ok := f.Provider.State(name)
 			return (ok && st.Paused) || f.Dashboard.FleetPaused()
 		}
-		wc, closer, err := operator.NewCluster(cc)
-		if err != nil {
-			stopEvents()
-			return nil, nil, err
-		}
-		return wc, closeFunc(func() error {
-			err := closer.Close()
-			stopEvents()
-			return err
-		}), nil
+		return operator.NewCluster(cc)
 	}
 }
 
@@ -196,13 +178,14 @@ func providerOptions(c config.Config, onChange func(string)) kubeconfigsecret.Op
 // accessChecks are the provider's defaults with the port-forward verb that
 // the configured etcd access needs, or without port-forward for direct.
 func accessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
+	verb := a.PortForwardVerb()
 	var out []kubeconfigsecret.AccessCheck
 	for _, ch := range kubeconfigsecret.DefaultAccessChecks() {
 		if ch.Subresource == "portforward" {
-			if a.PortForwardVerb() == "" {
+			if verb == "" {
 				continue
 			}
-			ch.Verbs = []string{a.PortForwardVerb()}
+			ch.Verbs = []string{verb}
 		}
 		out = append(out, ch)
 	}

@@ -7,9 +7,6 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -122,27 +119,10 @@ func (r *registry) Names() []string {
 	return out
 }
 
-// clusterConfig builds the operator's view of one engaged cluster, with
-// rec recording its Events.
-func clusterConfig(name string, cl cluster.Cluster, ctx context.Context, rec record.EventRecorder) operator.ClusterConfig {
+// clusterConfig builds the operator's view of one engaged cluster. The
+// Recorder is left to operator.NewCluster, whose lean one suits a fleet.
+func clusterConfig(name string, cl cluster.Cluster, ctx context.Context) operator.ClusterConfig {
 	return operator.ClusterConfig{
-		Name: name, REST: cl.GetConfig(), Client: cl.GetClient(), Reader: cl.GetAPIReader(),
-		Recorder: rec, Context: ctx,
+		Name: name, REST: cl.GetConfig(), Client: cl.GetClient(), Reader: cl.GetAPIReader(), Context: ctx,
 	}
-}
-
-// eventRecorder records Events into cl through one broadcaster with one
-// watcher, its sink; stop flushes and ends it. cl.GetEventRecorderFor would
-// start two broadcasters (core/v1 and events/v1), each with a sink and a
-// logging watcher buffering 1,000 events: about 130 KiB and eight
-// goroutines per engaged cluster, for the handful of Events an etcd
-// cluster emits.
-func eventRecorder(cl cluster.Cluster) (rec record.EventRecorder, stop func(), err error) {
-	core, err := corev1client.NewForConfigAndClient(cl.GetConfig(), cl.GetHTTPClient())
-	if err != nil {
-		return nil, nil, err
-	}
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: core.Events("")})
-	return b.NewRecorder(cl.GetScheme(), corev1.EventSource{Component: "etcdfleet"}), b.Shutdown, nil
 }

@@ -74,10 +74,12 @@ func UncachedObjects() []client.Object { return []client.Object{&corev1.Secret{}
 
 // ClusterConfig describes one workload cluster to NewCluster.
 type ClusterConfig struct {
-	Name     string
-	REST     *rest.Config
-	Client   client.Client
-	Reader   client.Reader
+	Name   string
+	REST   *rest.Config
+	Client client.Client
+	Reader client.Reader
+	// Recorder records the cluster's Events; nil gets a lean recorder of
+	// NewCluster's own (see eventRecorder), closed with the cluster.
 	Recorder record.EventRecorder
 	Access   Access
 	Gate     gate.Gate
@@ -86,7 +88,8 @@ type ClusterConfig struct {
 }
 
 // NewCluster builds the handle for one workload cluster. The returned
-// Closer releases its etcd clients and port-forward connections.
+// Closer releases its etcd clients, port-forward connections and, if
+// NewCluster made it, its event recorder.
 func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	var dialer etcdaccess.PodDialer
 	var closer io.Closer = nopCloser{}
@@ -114,6 +117,11 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	default:
 		return nil, nil, fmt.Errorf("unknown etcd access %q (want %q, %q or %q)", cfg.Access, PortForward, PortForwardSPDY, Direct)
 	}
+	rec, recCloser, err := eventRecorder(cfg)
+	if err != nil {
+		_ = closer.Close()
+		return nil, nil, err
+	}
 	g := cfg.Gate
 	if g == nil {
 		g = gate.AllowAll{}
@@ -121,9 +129,9 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	// The etcd client logs every retry at warn; failures reach us as errors
 	// and end up in conditions and Events, so its own logging stays off.
 	pool := etcdaccess.NewClientPool(dialer, zap.NewNop())
-	cl := &workload.Cluster{Name: cfg.Name, Client: cfg.Client, Reader: cfg.Reader, Recorder: cfg.Recorder,
+	cl := &workload.Cluster{Name: cfg.Name, Client: cfg.Client, Reader: cfg.Reader, Recorder: rec,
 		Etcd: &etcdops.Ops{Pool: pool}, Gate: g, Paused: cfg.Paused, Context: cfg.Context}
-	return cl, closers{pool, closer}, nil
+	return cl, closers{pool, closer, recCloser}, nil
 }
 
 // Options configure SetupWithManager.

@@ -98,8 +98,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if err := d.verifyKeys(ctx); err != nil {
 		return err
 	}
-	d.report(ctx, healed, before)
-	d.waitDashboard(ctx)
+	d.waitDashboard(ctx, d.report(ctx, healed, before))
 	d.kubectl("get", "fleetclusters", "-n", Namespace)
 	d.kubectl("get", "fleet")
 	fmt.Fprintf(out, "\n==> every key verified; demo done in %s\n", time.Since(start).Round(time.Second))

@@ -232,13 +232,16 @@ func (d *driver) replacements(ctx context.Context) map[string]int32 {
 	return out
 }
 
-func (d *driver) report(ctx context.Context, healed time.Duration, before map[string]int32) {
+// report prints the heal time and the replacements per cluster since
+// before, and returns the replacement totals it counted.
+func (d *driver) report(ctx context.Context, healed time.Duration, before map[string]int32) map[string]int32 {
 	after := d.replacements(ctx)
 	stats := d.fleet.Limiter.Snapshot()
 	fmt.Fprintf(d.out, "\n==> healed in %s (limiter %.0f/s, burst %d)\n", healed.Round(100*time.Millisecond), stats.Rate, stats.Burst)
 	for _, w := range sortedKeys(after) {
 		fmt.Fprintf(d.out, "  %s: %d replacements, %d throttled waits\n", w, after[w]-before[w], stats.ThrottledByCluster[w])
 	}
+	return after
 }
 
 // keep leaves the fleet up until interrupted.
@@ -256,11 +259,11 @@ func (d *driver) keep(ctx context.Context) error {
 }
 
 // waitDashboard gives the dashboard, which writes each object at most
-// every 2 s, the time to show the healed fleet and the replacements just
-// counted, so that the tables printed next agree with the report. It gives
-// up quietly after 15 s: the tables then show what the dashboard says.
-func (d *driver) waitDashboard(ctx context.Context) {
-	want := d.replacements(ctx)
+// every 2 s, the time to show the healed fleet and the replacement totals
+// the report counted (want), so that the tables printed next agree with
+// it. It gives up quietly after 15 s: the tables then show what the
+// dashboard says.
+func (d *driver) waitDashboard(ctx context.Context, want map[string]int32) {
 	var total int64
 	for _, n := range want {
 		total += int64(n)
