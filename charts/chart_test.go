@@ -53,9 +53,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcdfleet/etcdfleet/config"
+	"github.com/etcdfleet/etcdfleet/config/settings"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
-	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
@@ -248,18 +248,18 @@ func managerContainer(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.
 
 // loadArgs parses args with the manager's own flags and loader, exactly as
 // cmd/etcdfleet-manager does, so a misspelt flag or bad value fails here.
-func loadArgs(t *testing.T, args []string) config.Config {
+func loadArgs(t *testing.T, args []string) settings.Config {
 	t.Helper()
-	for _, s := range config.Settings(new(config.Config)) {
+	for _, s := range settings.Settings(new(settings.Config)) {
 		t.Setenv(s.Env(), "") // only the flags count
 		os.Unsetenv(s.Env())
 	}
 	fs := pflag.NewFlagSet("etcdfleet-manager", pflag.ContinueOnError)
-	config.AddFlags(fs)
+	settings.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("the manager rejects the rendered args %q: %v", args, err)
 	}
-	c, err := config.Load(fs)
+	c, err := settings.Load(fs)
 	if err != nil {
 		t.Fatalf("the manager rejects the rendered args %q: %v", args, err)
 	}
@@ -368,9 +368,9 @@ var mgmtClusterPerms = join(
 )
 
 // workloadPerms is what the manager does in a workload cluster, from the
-// code: memberctl/member (finalizer patch, status update, Pod and member
-// deletes), memberctl/cluster (member create/patch/delete, status update and
-// patch), memberctl/component/{pod,pvc,service,pdb}, etcdtarget (TLS Secrets
+// code: memberctl/etcdmember (finalizer patch, status update, Pod and member
+// deletes), memberctl/etcdcluster (member create/patch/delete, status update and
+// patch), memberctl/component/{pod,pvc,service,pdb}, memberctl/etcd (TLS Secrets
 // read by name through the APIReader), the event recorder, the port-forward
 // dialer, and the caches of every owned kind. Owner references that block
 // deletion need update on the owners' finalizers.
@@ -575,7 +575,7 @@ func TestDefaults(t *testing.T) {
 	// Every setting is passed, and the manager reads back its own defaults,
 	// but for the namespace: the release namespace.
 	got := loadArgs(t, c.Args)
-	want := config.Default()
+	want := settings.Default()
 	want.Namespace = systemNS
 	if got != want {
 		t.Errorf("the rendered args load as\n%+v\nwant the manager's defaults\n%+v", got, want)
@@ -584,7 +584,7 @@ func TestDefaults(t *testing.T) {
 	for _, a := range c.Args {
 		flags[strings.SplitN(strings.TrimPrefix(a, "--"), "=", 2)[0]] = true
 	}
-	for _, s := range config.Settings(new(config.Config)) {
+	for _, s := range settings.Settings(new(settings.Config)) {
 		if !flags[s.Flag] {
 			t.Errorf("setting %s (--%s) is not passed to the manager", s.Key, s.Flag)
 		}
@@ -679,7 +679,7 @@ func restricted(t *testing.T, d *appsv1.Deployment) {
 }
 
 // TestValuesCoverEverySetting: values.yaml has every setting at the helm
-// path config.Settings names, with the manager's default (the registration
+// path settings.Settings names, with the manager's default (the registration
 // namespace excepted: "" means the release namespace).
 func TestValuesCoverEverySetting(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(chartDir(mgmtChart), "values.yaml"))
@@ -690,8 +690,8 @@ func TestValuesCoverEverySetting(t *testing.T) {
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		t.Fatal(err)
 	}
-	d := config.Default()
-	for _, s := range config.Settings(&d) {
+	d := settings.Default()
+	for _, s := range settings.Settings(&d) {
 		v, ok := lookup(values, s.Helm)
 		if !ok {
 			t.Errorf("values.yaml has no %s (setting %s)", s.Helm, s.Key)
@@ -1080,7 +1080,7 @@ func configRBAC(t *testing.T) []*unstructured.Unstructured {
 
 func adminClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
-	s := fleetmgr.Scheme()
+	s := app.Scheme()
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
@@ -1327,13 +1327,13 @@ func managerHealsReboot(ctx context.Context, t *testing.T, f *sandbox.Fleet, mc,
 			t.Logf("manager log:\n%s", out)
 		}
 	}()
-	c := config.Default()
+	c := settings.Default()
 	c.Namespace = systemNS
 	c.MetricsBindAddress, c.HealthProbeBindAddress = "0", "0"
 	c.LeaderElection = true // the chart's default: the Lease is part of what is checked
 	cfg := saConfig(ctx, t, mgmt, systemNS, saName)
 	cfg.QPS, cfg.Burst = 0, 0 // the manager's own defaults, as in the Deployment
-	fm, err := fleetmgr.New(cfg, c)
+	fm, err := app.New(cfg, c)
 	if err != nil {
 		t.Fatal(err)
 	}

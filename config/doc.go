@@ -1,9 +1,7 @@
-// Package config is the manager's configuration: one struct whose defaults
-// live in Default, loaded from a config file, ETCDFLEET_* environment
-// variables and flags (in increasing precedence) through viper.
+// Package config holds what etcdfleet ships as manifests: the generated
+// workload CRDs and the manager's workload RBAC, embedded so that
+// etcdfleetctl and the manager apply exactly what the repo contains, and
+// Apply, the one server-side apply loop both use.
 //
-// Every setting is declared once, in settings(): its config key, flag,
-// help text and the field it fills. Flags, environment variables, the
-// config file and docs/configuration.md all derive from that list, and a
-// test checks the doc is complete.
+// The manager's settings live in the settings subpackage.
 package config

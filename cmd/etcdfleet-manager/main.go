@@ -1,5 +1,5 @@
 // Command etcdfleet-manager runs the etcdfleet fleet controller on the
-// management cluster. It only wires packages together; see fleet/manager.
+// management cluster. It only wires packages together; see fleet/app.
 package main
 
 import (
@@ -11,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/etcdfleet/etcdfleet/config"
-	"github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 )
 
 func main() {
@@ -21,7 +21,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "etcdfleet-manager keeps etcd healthy in every workload cluster registered by a kubeconfig Secret.\n\n"+
 			"It connects to the management cluster from the in-cluster config or --kubeconfig.\n\nFlags:\n%s", fs.FlagUsages())
 	}
-	config.AddFlags(fs)
+	settings.AddFlags(fs)
 	zapOpts := zap.Options{}
 	goFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(goFlags)
@@ -35,12 +35,12 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
-	cfg, err := config.Load(fs)
+	cfg, err := settings.Load(fs)
 	if err != nil {
 		log.Error(err, "bad configuration")
 		os.Exit(2)
 	}
-	f, err := manager.New(ctrl.GetConfigOrDie(), cfg)
+	f, err := app.New(ctrl.GetConfigOrDie(), cfg)
 	if err != nil {
 		log.Error(err, "cannot set up the manager")
 		os.Exit(1)

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/config"
-	"github.com/etcdfleet/etcdfleet/fleet/apply"
 )
 
 // Registration labels, keys and names shared with the manager.
@@ -65,7 +64,7 @@ func Register(ctx context.Context, o RegisterOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "applying etcdfleet CRDs and RBAC to the workload cluster\n")
-	if err := apply.Manifests(ctx, wl, fieldManager, config.WorkloadManifests()); err != nil {
+	if err := config.Apply(ctx, wl, fieldManager, config.WorkloadManifests()); err != nil {
 		return explain("workload cluster", err)
 	}
 	token, err := mintToken(ctx, o)

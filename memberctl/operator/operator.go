@@ -17,11 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/cluster"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdops"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
-	"github.com/etcdfleet/etcdfleet/memberctl/member"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
@@ -130,7 +130,7 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	// and end up in conditions and Events, so its own logging stays off.
 	pool := etcdaccess.NewClientPool(dialer, zap.NewNop())
 	cl := &workload.Cluster{Name: cfg.Name, Client: cfg.Client, Reader: cfg.Reader, Recorder: rec,
-		Etcd: &etcdops.Ops{Pool: pool}, Gate: g, Paused: cfg.Paused, Context: cfg.Context}
+		Etcd: &etcd.Ops{Pool: pool}, Gate: g, Paused: cfg.Paused, Context: cfg.Context}
 	return cl, closers{pool, closer, recCloser}, nil
 }
 
@@ -138,7 +138,7 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 type Options struct {
 	Access Access
 	Gate   gate.Gate
-	Member member.Options
+	Member etcdmember.Options
 	// MaxConcurrentReconciles per controller (default 4).
 	MaxConcurrentReconciles int
 }
@@ -149,7 +149,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 		opts.MaxConcurrentReconciles = 4
 	}
 	if opts.Member.Policy.Cap == 0 {
-		opts.Member = member.DefaultOptions()
+		opts.Member = etcdmember.DefaultOptions()
 	}
 	cl, closer, err := NewCluster(ClusterConfig{
 		REST: mgr.GetConfig(), Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
@@ -160,10 +160,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 	}
 	src := workload.Static{C: cl}
 	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
-	if err := member.SetupWithManager(mgr, &member.Reconciler{Clusters: src, Options: opts.Member}, copts); err != nil {
+	if err := etcdmember.SetupWithManager(mgr, &etcdmember.Reconciler{Clusters: src, Options: opts.Member}, copts); err != nil {
 		return nil, err
 	}
-	if err := cluster.SetupWithManager(mgr, &cluster.Reconciler{Clusters: src}, copts); err != nil {
+	if err := etcdcluster.SetupWithManager(mgr, &etcdcluster.Reconciler{Clusters: src}, copts); err != nil {
 		return nil, err
 	}
 	return closer, nil

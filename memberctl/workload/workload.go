@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdops"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 )
 
@@ -23,7 +23,7 @@ type Cluster struct {
 	Reader   client.Reader
 	Recorder record.EventRecorder
 	// Etcd reaches the etcd members running in the cluster.
-	Etcd etcdops.Interface
+	Etcd etcd.Interface
 	// Gate is asked before every destructive action.
 	Gate gate.Gate
 	// Paused reports whether destructive actions are suspended in this

@@ -12,7 +12,7 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
-	"github.com/etcdfleet/etcdfleet/memberctl/naming"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
 const (
@@ -59,7 +59,7 @@ func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 			// hostname.subdomain gives the Pod the DNS name etcd advertises,
 			// through the headless Service named after the cluster.
 			Hostname:                      m.Name,
-			Subdomain:                     naming.HeadlessService(m.Spec.ClusterName),
+			Subdomain:                     etcd.HeadlessService(m.Spec.ClusterName),
 			AutomountServiceAccountToken:  ptr.To(false),
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
@@ -88,16 +88,16 @@ func container(m *v1alpha1.EtcdMember, opts BuildOptions) corev1.Container {
 		Image:   repo + ":v" + m.Spec.Version,
 		Command: append([]string{"etcd"}, Flags(m, opts.ClusterFormed)...),
 		Ports: []corev1.ContainerPort{
-			{Name: component.ClientPortName, ContainerPort: naming.ClientPort, Protocol: corev1.ProtocolTCP},
-			{Name: component.PeerPortName, ContainerPort: naming.PeerPort, Protocol: corev1.ProtocolTCP},
-			{Name: component.MetricsPortName, ContainerPort: naming.MetricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: component.ClientPortName, ContainerPort: etcd.ClientPort, Protocol: corev1.ProtocolTCP},
+			{Name: component.PeerPortName, ContainerPort: etcd.PeerPort, Protocol: corev1.ProtocolTCP},
+			{Name: component.MetricsPortName, ContainerPort: etcd.MetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		Resources:    resources(m.Spec.Resources),
 		VolumeMounts: volumeMounts(m),
 		// Not quorum-aware on purpose: see the package doc.
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{
-				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(naming.PeerPort)},
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(etcd.PeerPort)},
 			},
 			InitialDelaySeconds: 15,
 			PeriodSeconds:       10,
@@ -108,7 +108,7 @@ func container(m *v1alpha1.EtcdMember, opts BuildOptions) corev1.Container {
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{
 				HTTPGet: &corev1.HTTPGetAction{
-					Path: "/health", Port: intstr.FromInt32(naming.MetricsPort), Scheme: corev1.URISchemeHTTP,
+					Path: "/health", Port: intstr.FromInt32(etcd.MetricsPort), Scheme: corev1.URISchemeHTTP,
 				},
 			},
 			PeriodSeconds:    5,
@@ -129,18 +129,18 @@ func Flags(m *v1alpha1.EtcdMember, clusterFormed bool) []string {
 	if m.Spec.Bootstrap && m.Status.MemberID == "" && !clusterFormed {
 		state = "new"
 	}
-	clientScheme, peerScheme := scheme(naming.ClientTLS(m)), scheme(naming.PeerTLS(m))
+	clientScheme, peerScheme := scheme(etcd.ClientTLS(m)), scheme(etcd.PeerTLS(m))
 	f := []string{
 		"--name=" + m.Name,
 		"--data-dir=" + DataDir,
-		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", peerScheme, naming.PeerPort),
-		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", clientScheme, naming.ClientPort),
-		"--advertise-client-urls=" + naming.MemberClientURL(m),
-		"--initial-advertise-peer-urls=" + naming.MemberPeerURL(m),
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", peerScheme, etcd.PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", clientScheme, etcd.ClientPort),
+		"--advertise-client-urls=" + etcd.MemberClientURL(m),
+		"--initial-advertise-peer-urls=" + etcd.MemberPeerURL(m),
 		"--initial-cluster=" + m.Spec.InitialCluster,
 		"--initial-cluster-token=" + m.Spec.ClusterToken,
 		"--initial-cluster-state=" + state,
-		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", naming.MetricsPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", etcd.MetricsPort),
 	}
 	f = append(f, optionFlags(m.Spec.Options)...)
 	return append(f, tlsFlags(m.Spec.TLS)...)
@@ -249,7 +249,7 @@ func volumes(m *v1alpha1.EtcdMember) []corev1.Volume {
 			SizeLimit: ptr.To(m.Spec.Storage.Size.DeepCopy()),
 		}
 	} else {
-		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.PVCName(m.Name)}
+		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: etcd.PVCName(m.Name)}
 	}
 	v := []corev1.Volume{data}
 	for _, s := range tlsSecrets(m.Spec.TLS) {

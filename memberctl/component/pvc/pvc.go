@@ -12,14 +12,14 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
-	"github.com/etcdfleet/etcdfleet/memberctl/naming"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
 // Build returns the claim of a non-memory member, without an ownerRef.
 func Build(m *v1alpha1.EtcdMember) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      naming.PVCName(m.Name),
+			Name:      etcd.PVCName(m.Name),
 			Namespace: m.Namespace,
 			Labels:    v1alpha1.MemberLabels(m.Spec.ClusterName, m.Name),
 		},
@@ -43,7 +43,7 @@ func Sync(ctx context.Context, c client.Client, m *v1alpha1.EtcdMember) (*corev1
 		return nil, nil
 	}
 	cur := &corev1.PersistentVolumeClaim{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: naming.PVCName(m.Name)}, cur)
+	err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: etcd.PVCName(m.Name)}, cur)
 	switch {
 	case err == nil:
 		if !component.ControlledBy(cur, m.UID) {
@@ -51,7 +51,7 @@ func Sync(ctx context.Context, c client.Client, m *v1alpha1.EtcdMember) (*corev1
 		}
 		return cur, nil
 	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get PVC %s: %w", naming.PVCName(m.Name), err)
+		return nil, fmt.Errorf("get PVC %s: %w", etcd.PVCName(m.Name), err)
 	}
 
 	want := Build(m)

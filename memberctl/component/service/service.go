@@ -14,21 +14,21 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
-	"github.com/etcdfleet/etcdfleet/memberctl/naming"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
 // Build returns the headless and the client Service of ec, without ownerRefs.
 func Build(ec *v1alpha1.EtcdCluster) (headless, clientSvc *corev1.Service) {
-	headless = base(ec, naming.HeadlessService(ec.Name))
+	headless = base(ec, etcd.HeadlessService(ec.Name))
 	headless.Spec.ClusterIP = corev1.ClusterIPNone
 	headless.Spec.PublishNotReadyAddresses = true
 	headless.Spec.Ports = []corev1.ServicePort{
-		port(component.ClientPortName, naming.ClientPort),
-		port(component.PeerPortName, naming.PeerPort),
+		port(component.ClientPortName, etcd.ClientPort),
+		port(component.PeerPortName, etcd.PeerPort),
 	}
 
-	clientSvc = base(ec, naming.ClientService(ec.Name))
-	clientSvc.Spec.Ports = []corev1.ServicePort{port(component.ClientPortName, naming.ClientPort)}
+	clientSvc = base(ec, etcd.ClientService(ec.Name))
+	clientSvc.Spec.Ports = []corev1.ServicePort{port(component.ClientPortName, etcd.ClientPort)}
 	return headless, clientSvc
 }
 

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcdfleet/etcdfleet/config"
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
-	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/bench"
@@ -75,7 +75,7 @@ func BenchmarkFleetHeal(b *testing.B) {
 		names = append(names, fmt.Sprintf("w%02d", i))
 	}
 	f := bench.StartSandbox(b, ctx, names...)
-	cfg := config.Default()
+	cfg := settings.Default()
 	cfg.LeaderElection, cfg.MetricsBindAddress, cfg.HealthProbeBindAddress = false, "0", "0"
 	ws := setUp(b, ctx, f, names[1:], cfg.Namespace)
 	fm := startManager(b, f.Cluster("mgmt").Config, cfg)
@@ -125,7 +125,7 @@ func setUp(b *testing.B, ctx context.Context, f *sandbox.Fleet, names []string, 
 	var ws []*workload
 	for _, n := range names {
 		sc := f.Cluster(n)
-		c, err := client.New(sc.Config, client.Options{Scheme: fleetmgr.Scheme()})
+		c, err := client.New(sc.Config, client.Options{Scheme: app.Scheme()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -149,8 +149,8 @@ func setUp(b *testing.B, ctx context.Context, f *sandbox.Fleet, names []string, 
 
 // startManager runs the fleet manager in this process until the benchmark
 // ends; it stops before the sandbox does.
-func startManager(b *testing.B, mgmt *rest.Config, cfg config.Config) *fleetmgr.Fleet {
-	fm, err := fleetmgr.New(mgmt, cfg)
+func startManager(b *testing.B, mgmt *rest.Config, cfg settings.Config) *app.Fleet {
+	fm, err := app.New(mgmt, cfg)
 	if err != nil {
 		b.Fatalf("fleet manager: %v", err)
 	}

@@ -26,9 +26,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcdfleet/etcdfleet/config"
+	"github.com/etcdfleet/etcdfleet/config/settings"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
-	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/bench"
@@ -79,7 +79,7 @@ type cluster struct {
 // The measure is the heap of this process (runtime.MemStats.HeapInuse after
 // a forced GC, the least of the readings over one probe interval; see
 // measure): the manager is built with
-// fleetmgr.New and runs here, so its caches, clients, controllers and
+// app.New and runs here, so its caches, clients, controllers and
 // dashboard are exactly this heap, and the difference from the baseline
 // divided by the cluster count is its cost per engaged cluster. The
 // sandbox is kept out of it: kube-apiserver, etcd and the
@@ -98,7 +98,7 @@ func BenchmarkManagerMemory(b *testing.B) {
 		names = append(names, fmt.Sprintf("m%02d", i))
 	}
 	kcs := startSandboxProcess(b, names...)
-	cfg := config.Default()
+	cfg := settings.Default()
 	cfg.LeaderElection, cfg.MetricsBindAddress, cfg.HealthProbeBindAddress = false, "0", "0"
 	mgmtCS, mgmt := clients(b, kcs["mgmt"])
 	if _, err := mgmtCS.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}, metav1.CreateOptions{}); err != nil {
@@ -238,7 +238,7 @@ func clients(b *testing.B, kc []byte) (kubernetes.Interface, client.Client) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: fleetmgr.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -247,8 +247,8 @@ func clients(b *testing.B, kc []byte) (kubernetes.Interface, client.Client) {
 
 // startManager runs the fleet manager in this process until the benchmark
 // ends; it stops before the sandbox process does.
-func startManager(b *testing.B, mgmt *rest.Config, cfg config.Config) {
-	fm, err := fleetmgr.New(mgmt, cfg)
+func startManager(b *testing.B, mgmt *rest.Config, cfg settings.Config) {
+	fm, err := app.New(mgmt, cfg)
 	if err != nil {
 		b.Fatalf("fleet manager: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/member"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
@@ -54,7 +54,7 @@ func BenchmarkDetectReplace(b *testing.B) {
 	f := bench.StartSandbox(b, ctx, "bench")
 	wc := f.Cluster("bench")
 
-	opts := member.DefaultOptions()
+	opts := etcdmember.DefaultOptions()
 	opts.Policy.HealthyReset = healthyReset
 	stop, err := e2eutil.RunOperator(context.Background(), wc.Config, operator.Options{Access: operator.PortForward, Member: opts})
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcdfleet/etcdfleet/config"
-	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
@@ -39,7 +39,7 @@ type Options struct {
 // DefaultOptions: 3 workload clusters × 2 EtcdClusters × 3 members, the
 // manager's default limiter.
 func DefaultOptions() Options {
-	d := config.Default()
+	d := settings.Default()
 	return Options{Clusters: 3, EtcdClustersPer: 2, Keys: 100, Rate: d.Limiter.Rate, Burst: d.Limiter.Burst, HealTimeout: 5 * time.Minute}
 }
 
@@ -135,10 +135,10 @@ func (d *driver) register(ctx context.Context) error {
 
 // startManager runs the fleet manager in process against mgmt.
 func (d *driver) startManager(ctx context.Context) (func(), error) {
-	c := config.Default()
+	c := settings.Default()
 	c.Namespace, c.Limiter.Rate, c.Limiter.Burst = Namespace, d.o.Rate, d.o.Burst
 	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
-	fm, err := fleetmgr.New(d.f.Cluster("mgmt").Config, c)
+	fm, err := app.New(d.f.Cluster("mgmt").Config, c)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
-	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
@@ -33,7 +33,7 @@ type driver struct {
 	out            io.Writer
 	workloads      []*sandbox.Cluster
 	clients        map[string]client.Client
-	fleet          *fleetmgr.Fleet
+	fleet          *app.Fleet
 	mgmtKubeconfig string
 	podsBefore     map[string]map[string]types.UID // cluster -> pod -> UID at reboot
 	lastProgress   string
@@ -46,7 +46,7 @@ func newDriver(f *sandbox.Fleet, o Options, out io.Writer) (*driver, error) {
 			continue
 		}
 		d.workloads = append(d.workloads, c)
-		cl, err := client.New(c.Config, client.Options{Scheme: fleetmgr.Scheme()})
+		cl, err := client.New(c.Config, client.Options{Scheme: app.Scheme()})
 		if err != nil {
 			return nil, err
 		}

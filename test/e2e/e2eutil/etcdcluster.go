@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
-	"github.com/etcdfleet/etcdfleet/memberctl/naming"
 )
 
 // EtcdVersion is the version the sandbox runs.
@@ -109,7 +109,7 @@ func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluste
 	}
 	var eps []string
 	for _, m := range list.Items {
-		eps = append(eps, naming.ClientURL(ns, cluster, m.Name, false))
+		eps = append(eps, etcd.ClientURL(ns, cluster, m.Name, false))
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(etcdaccess.ContextDialer(d))}})

@@ -1,4 +1,4 @@
-// Package fleet_test runs the whole fleet manager (fleet/manager: the
+// Package fleet_test runs the whole fleet manager (fleet/app: the
 // kubeconfig-Secret provider, the memberctl reconcilers for every engaged
 // cluster, the shared replacement limiter and the dashboard) in process
 // against a sandbox of one management cluster and four workload clusters,
@@ -23,8 +23,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/etcdfleet/etcdfleet/config"
-	fleetmgr "github.com/etcdfleet/etcdfleet/fleet/manager"
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
@@ -47,7 +47,7 @@ var (
 
 	sb     *sandbox.Fleet
 	mgmtC  client.Client // management cluster (fleet scheme)
-	fm     *fleetmgr.Fleet
+	fm     *app.Fleet
 	states *stateLog
 	// wc and wcfg reach each workload apiserver directly, bypassing the
 	// front door that Hang affects: they are the test's eyes, not the code
@@ -76,9 +76,9 @@ func crdDirs() []string {
 	return []string{filepath.Join(root, "config", "crd", "workload"), filepath.Join(root, "config", "crd", "management")}
 }
 
-// managerConfig is config.Default() with timings shortened for the test.
-func managerConfig() config.Config {
-	c := config.Default()
+// managerConfig is settings.Default() with timings shortened for the test.
+func managerConfig() settings.Config {
+	c := settings.Default()
 	c.Namespace = secretNS
 	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
 	c.Limiter.Rate, c.Limiter.Burst = limiterRate, limiterBurst
@@ -105,17 +105,17 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(func() { Expect(sb.Stop()).To(Succeed()) })
 	AddReportEntry("sandbox start", time.Since(start).Round(time.Second).String())
 
-	mgmtC, err = client.New(sb.Cluster("mgmt").Config, client.Options{Scheme: fleetmgr.Scheme()})
+	mgmtC, err = client.New(sb.Cluster("mgmt").Config, client.Options{Scheme: app.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(client.IgnoreAlreadyExists(mgmtC.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNS}}))).To(Succeed())
 	for _, w := range workloads {
 		wcfg[w] = directConfig(sb.Cluster(w))
-		wc[w], err = client.NewWithWatch(wcfg[w], client.Options{Scheme: fleetmgr.Scheme()})
+		wc[w], err = client.NewWithWatch(wcfg[w], client.Options{Scheme: app.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		goodKubeconfig[w] = sb.Cluster(w).Kubeconfig
 	}
 
-	fm, err = fleetmgr.New(sb.Cluster("mgmt").Config, managerConfig())
+	fm, err = app.New(sb.Cluster("mgmt").Config, managerConfig())
 	Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/member"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
@@ -73,7 +73,7 @@ func warningEvents(ctx context.Context, cluster, ns, object, reason string) []co
 
 // failingStatusReconciler is a member reconciler on the real apiserver
 // whose EtcdMember status writes fail, as a conflict would.
-func failingStatusReconciler(ctx context.Context, cluster, ns, name string) (*member.Reconciler, types.NamespacedName) {
+func failingStatusReconciler(ctx context.Context, cluster, ns, name string) (*etcdmember.Reconciler, types.NamespacedName) {
 	real := clients[cluster]
 	failing := interceptor.NewClient(real, interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
@@ -86,6 +86,6 @@ func failingStatusReconciler(ctx context.Context, cluster, ns, name string) (*me
 	cl, _, err := operator.NewCluster(operator.ClusterConfig{REST: fleet.Cluster(cluster).Config, Client: failing, Reader: real,
 		Recorder: record.NewFakeRecorder(100), Access: operator.PortForward})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	return &member.Reconciler{Clusters: workload.Static{C: cl}, Options: member.DefaultOptions()},
+	return &etcdmember.Reconciler{Clusters: workload.Static{C: cl}, Options: etcdmember.DefaultOptions()},
 		types.NamespacedName{Namespace: ns, Name: name}
 }

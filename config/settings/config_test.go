@@ -1,0 +1,79 @@
+package settings
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+const (
+	beginTable = "<!-- BEGIN GENERATED: settings -->\n"
+	endTable   = "<!-- END GENERATED: settings -->"
+)
+
+// TestDocIsComplete fails when docs/configuration.md does not list every
+// setting exactly as the code defines it. UPDATE_DOCS=1 rewrites the table.
+func TestDocIsComplete(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "configuration.md")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, beginTable), strings.Index(doc, endTable)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the generated settings markers", path)
+	}
+	want := doc[:i+len(beginTable)] + Markdown() + doc[j:]
+	if want == doc {
+		return
+	}
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("%s is out of date with settings.Settings; run: UPDATE_DOCS=1 go test ./config/settings/", path)
+}
+
+func TestPrecedenceFileEnvFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte("limiter:\n  rate: 3\n  burst: 7\nworkers: 2\nclusters:\n  probeInterval: 20s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ETCDFLEET_LIMITER_BURST", "9")
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	AddFlags(fs)
+	if err := fs.Parse([]string{"--config", file, "--workers", "5"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limiter.Rate != 3 || c.Limiter.Burst != 9 || c.Workers != 5 || c.Clusters.ProbeInterval != 20*time.Second {
+		t.Fatalf("got rate %v burst %d workers %d probe %s; want file 3, env 9, flag 5, file 20s",
+			c.Limiter.Rate, c.Limiter.Burst, c.Workers, c.Clusters.ProbeInterval)
+	}
+	if c.Namespace != Default().Namespace {
+		t.Fatalf("unset values keep their default: %q", c.Namespace)
+	}
+}
+
+func TestValidateNamesTheSetting(t *testing.T) {
+	c := Default()
+	c.Limiter.Rate = 0
+	c.EtcdAccess = "carrier-pigeon"
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "limiter.rate") || !strings.Contains(err.Error(), "etcdAccess") {
+		t.Fatalf("Validate() = %v; want errors naming limiter.rate and etcdAccess", err)
+	}
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("defaults must be valid: %v", err)
+	}
+}

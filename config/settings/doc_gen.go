@@ -1,0 +1,22 @@
+package settings
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Markdown renders the settings table of docs/configuration.md from the
+// settings list, so the doc cannot drift from the code (a test compares).
+func Markdown() string {
+	d := Default()
+	var b strings.Builder
+	b.WriteString("| config key | flag | environment variable | helm value | default | meaning |\n|---|---|---|---|---|---|\n")
+	for _, s := range Settings(&d) {
+		def := s.Value()
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | `%s` | `%s` | %s |\n", s.Key, s.Flag, s.Env(), s.Helm, def, s.Help)
+	}
+	return b.String()
+}

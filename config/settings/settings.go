@@ -1,0 +1,72 @@
+package settings
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Setting describes one configuration value.
+type Setting struct {
+	// Key is the config-file key (dotted for nested values).
+	Key string
+	// Flag is the command-line flag.
+	Flag string
+	// Help explains the setting; shown by --help and in the docs.
+	Help string
+	// Helm is the chart value that sets it.
+	Helm string
+	ptr  any
+}
+
+// Env is the environment variable for the setting: ETCDFLEET_ + the key
+// in upper case with dots as underscores.
+func (s Setting) Env() string {
+	return "ETCDFLEET_" + strings.ToUpper(strings.ReplaceAll(s.Key, ".", "_"))
+}
+
+// Default renders the setting's value in c as text.
+func (s Setting) Value() string {
+	switch p := s.ptr.(type) {
+	case *string:
+		return *p
+	case *int:
+		return fmt.Sprint(*p)
+	case *float64:
+		return fmt.Sprint(*p)
+	case *bool:
+		return fmt.Sprint(*p)
+	case *time.Duration:
+		return p.String()
+	}
+	return ""
+}
+
+// Settings lists every setting of c, each pointing at its field.
+func Settings(c *Config) []Setting {
+	return []Setting{
+		{"namespace", "namespace", "Namespace of the kubeconfig Secrets that register workload clusters (label etcdfleet.io/cluster-kubeconfig=true, key kubeconfig).", "namespace", &c.Namespace},
+		{"etcdAccess", "etcd-access", "How etcd members are reached: port-forward (WebSockets through each workload apiserver; works from outside), port-forward-spdy (the same over SPDY, for paths that block WebSocket upgrades; about 0.8 MiB more per member) or direct (Pod IPs; needs the Pod network).", "manager.etcdAccess", &c.EtcdAccess},
+		{"workers", "workers", "Concurrent reconciles per controller, shared by the whole fleet.", "manager.workers", &c.Workers},
+		{"limiter.rate", "limiter-rate", "Fleet-wide replacements per second (token bucket rate). Paces replacements; never halts them.", "limiter.rate", &c.Limiter.Rate},
+		{"limiter.burst", "limiter-burst", "Fleet-wide replacement burst (token bucket size).", "limiter.burst", &c.Limiter.Burst},
+		{"replacement.initialBackoff", "replacement-initial-backoff", "Wait after a member's first replacement before another; doubles per consecutive replacement.", "replacement.initialBackoff", &c.Replacement.InitialBackoff},
+		{"replacement.maxBackoff", "replacement-max-backoff", "Longest wait between replacements of one member.", "replacement.maxBackoff", &c.Replacement.MaxBackoff},
+		{"replacement.cap", "replacement-cap", "Replacements per window whose cause is not node shutdown before a member stops being replaced (ReplacementsExhausted).", "replacement.cap", &c.Replacement.Cap},
+		{"replacement.window", "replacement-window", "Window over which the replacement cap counts.", "replacement.window", &c.Replacement.Window},
+		{"replacement.healthyReset", "replacement-healthy-reset", "How long a member must stay Ready for its backoff and cap to reset.", "replacement.healthyReset", &c.Replacement.HealthyReset},
+		{"clusters.qps", "cluster-qps", "Client QPS towards each workload apiserver.", "clusters.qps", &c.Clusters.QPS},
+		{"clusters.burst", "cluster-burst", "Client burst towards each workload apiserver.", "clusters.burst", &c.Clusters.Burst},
+		{"clusters.preflightTimeout", "cluster-preflight-timeout", "Time allowed to check a workload cluster (discovery and access) before engaging it.", "clusters.preflightTimeout", &c.Clusters.PreflightTimeout},
+		{"clusters.probeInterval", "cluster-probe-interval", "How often each engaged workload cluster is probed.", "clusters.probeInterval", &c.Clusters.ProbeInterval},
+		{"clusters.probeTimeout", "cluster-probe-timeout", "Timeout of one probe.", "clusters.probeTimeout", &c.Clusters.ProbeTimeout},
+		{"clusters.failureThreshold", "cluster-failure-threshold", "Consecutive failed probes before a cluster is marked disconnected and re-engaged.", "clusters.failureThreshold", &c.Clusters.FailureThreshold},
+		{"dashboard.minInterval", "dashboard-min-interval", "Least time between two status writes of one FleetCluster or the Fleet.", "dashboard.minInterval", &c.Dashboard.MinInterval},
+		{"dashboard.resync", "dashboard-resync", "How often the dashboard is recomputed without a trigger.", "dashboard.resync", &c.Dashboard.Resync},
+		{"metricsBindAddress", "metrics-bind-address", "Address of the Prometheus metrics endpoint (\"0\" disables it).", "metrics.bindAddress", &c.MetricsBindAddress},
+		{"healthProbeBindAddress", "health-probe-bind-address", "Address of the /healthz and /readyz endpoints.", "probes.bindAddress", &c.HealthProbeBindAddress},
+		{"leaderElection", "leader-elect", "Elect a leader so that only one replica acts; others stand by.", "leaderElection.enabled", &c.LeaderElection},
+		{"ensureWorkloadCRDs", "ensure-workload-crds", "Install the EtcdCluster/EtcdMember CRDs in each workload cluster before engaging it (opt-in: needs CRD write permission there).", "manager.ensureWorkloadCRDs", &c.EnsureWorkloadCRDs},
+		{"leaderElectionID", "leader-election-id", "Name of the leader-election Lease (in the registration namespace).", "leaderElection.id", &c.LeaderElectionID},
+	}
+}

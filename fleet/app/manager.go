@@ -1,0 +1,244 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/etcdfleet/etcdfleet/config"
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
+)
+
+// Fleet is the assembled manager.
+type Fleet struct {
+	Manager   mcmanager.Manager
+	Provider  *kubeconfigsecret.Provider
+	Limiter   *limiter.Limiter
+	Dashboard *dashboard.Writer
+	registry  *registry
+}
+
+// Scheme knows the built-in kinds and both etcdfleet API groups.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, etcdv1.AddToScheme, fleetv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// skipNameValidation lets the package's tests run several managers in one
+// process; controller-runtime refuses duplicate controller names per
+// process (they would share metrics), which is right for the binary.
+var skipNameValidation = false
+
+// sharedScheme is the Scheme of every workload cluster; never add to it.
+var sharedScheme = sync.OnceValue(Scheme)
+
+// New assembles the fleet manager for the management cluster at cfg.
+func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	f := &Fleet{}
+	grants := make(chan event.TypedGenericEvent[gate.Request], 1024)
+	f.Limiter = limiter.New(limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst,
+		OnGrant: func(r gate.Request) {
+			select { // never block the limiter: the requeue-after is the fallback
+			case grants <- event.TypedGenericEvent[gate.Request]{Object: r}:
+			default:
+			}
+			if f.Dashboard != nil {
+				f.Dashboard.Notify(r.Cluster)
+			}
+		}})
+	p, err := kubeconfigsecret.New(providerOptions(c, func(name string) {
+		if f.Dashboard != nil {
+			f.Dashboard.Notify(name)
+		}
+	}))
+	if err != nil {
+		return nil, err
+	}
+	f.Provider = p
+	mgr, err := mcmanager.New(restCfg, p, manager.Options{
+		Scheme:                  Scheme(),
+		Cache:                   cache.Options{ByObject: kubeconfigsecret.CacheByObject(c.Namespace)},
+		Metrics:                 metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		HealthProbeBindAddress:  c.HealthProbeBindAddress,
+		LeaderElection:          c.LeaderElection,
+		LeaderElectionID:        c.LeaderElectionID,
+		LeaderElectionNamespace: c.Namespace,
+		// Release the lease on shutdown so a standby takes over at once.
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &skipNameValidation},
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.Manager = mgr
+	if err := p.SetupWithManager(context.Background(), mgr); err != nil {
+		return nil, err
+	}
+	local := mgr.GetLocalManager()
+	if err := local.Add(f.Limiter); err != nil {
+		return nil, err
+	}
+	f.Dashboard = dashboard.New(mgr.GetLocalManager().GetClient(), f, f.Limiter, dashboard.Options{
+		MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
+		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name },
+	})
+	if err := local.Add(f.Dashboard); err != nil {
+		return nil, err
+	}
+	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
+		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name) },
+		known: func(name string) bool { _, ok := f.Provider.State(name); return ok }}
+	if err := mgr.Add(f.registry); err != nil {
+		return nil, err
+	}
+	mr := &etcdmember.Reconciler{Clusters: f.registry, Options: memberOptions(c)}
+	cr := &etcdcluster.Reconciler{Clusters: f.registry}
+	if err := setupControllers(mgr, f.registry, mr, cr, c.Workers, grants, f.Dashboard.Notify); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return f, mgr.AddReadyzCheck("ping", healthz.Ping)
+}
+
+// Start runs the fleet until ctx ends.
+func (f *Fleet) Start(ctx context.Context) error { return f.Manager.Start(ctx) }
+
+// newCluster builds the workload.Cluster of an engaged cluster.
+func (f *Fleet) newCluster(c settings.Config) func(context.Context, string, cluster.Cluster) (*workload.Cluster, io.Closer, error) {
+	return func(ctx context.Context, name string, cl cluster.Cluster) (*workload.Cluster, io.Closer, error) {
+		cc := clusterConfig(name, cl, ctx)
+		cc.Access, cc.Gate = operator.Access(c.EtcdAccess), f.Limiter
+		cc.Paused = func() bool {
+			st, ok := f.Provider.State(name)
+			return (ok && st.Paused) || f.Dashboard.FleetPaused()
+		}
+		return operator.NewCluster(cc)
+	}
+}
+
+func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.Options {
+	return kubeconfigsecret.Options{
+		Namespace: c.Namespace, QPS: float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
+		PreflightTimeout: c.Clusters.PreflightTimeout, ProbeInterval: c.Clusters.ProbeInterval,
+		ProbeTimeout: c.Clusters.ProbeTimeout, FailureThreshold: c.Clusters.FailureThreshold,
+		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
+			// One Scheme and one RESTMapper for all workload clusters:
+			// both are read-only once built, and each would otherwise
+			// cost a few hundred KiB per cluster.
+			o.Scheme = sharedScheme()
+			o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return operator.RESTMapper(), nil }
+			o.Cache.ByObject = operator.CacheByObject()
+			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
+		}},
+		AccessChecks: accessChecks(operator.Access(c.EtcdAccess)),
+		OnChange:     onChange,
+		Prepare:      prepare(c),
+	}
+}
+
+// accessChecks are the provider's defaults with the port-forward verb that
+// the configured etcd access needs, or without port-forward for direct.
+func accessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
+	verb := a.PortForwardVerb()
+	var out []kubeconfigsecret.AccessCheck
+	for _, ch := range kubeconfigsecret.DefaultAccessChecks() {
+		if ch.Subresource == "portforward" {
+			if verb == "" {
+				continue
+			}
+			ch.Verbs = []string{verb}
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// prepare installs the workload CRDs before a cluster is engaged, when
+// configured to; otherwise there is nothing to prepare.
+func prepare(c settings.Config) func(context.Context, *rest.Config) error {
+	if !c.EnsureWorkloadCRDs {
+		return nil
+	}
+	return func(ctx context.Context, cfg *rest.Config) error {
+		cl, err := client.New(cfg, client.Options{})
+		if err != nil {
+			return err
+		}
+		return config.Apply(ctx, cl, "etcdfleet-manager", config.WorkloadCRDs())
+	}
+}
+
+func memberOptions(c settings.Config) etcdmember.Options {
+	o := etcdmember.DefaultOptions()
+	o.Policy = replacement.Policy{InitialBackoff: c.Replacement.InitialBackoff, MaxBackoff: c.Replacement.MaxBackoff,
+		Cap: int32(c.Replacement.Cap), Window: c.Replacement.Window, HealthyReset: c.Replacement.HealthyReset}
+	return o
+}
+
+// Clusters implements dashboard.Source.
+func (f *Fleet) Clusters() []dashboard.ClusterInfo {
+	states := f.Provider.States()
+	out := make([]dashboard.ClusterInfo, 0, len(states))
+	for _, s := range states {
+		out = append(out, dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
+			Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
+			LastProbeTime: s.LastProbeTime, Paused: s.Paused})
+	}
+	return out
+}
+
+// EtcdObjects implements dashboard.Source, from the cluster's cache.
+func (f *Fleet) EtcdObjects(ctx context.Context, name string) ([]etcdv1.EtcdCluster, []etcdv1.EtcdMember, error) {
+	cl, err := f.registry.Cluster(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ecs etcdv1.EtcdClusterList
+	var ems etcdv1.EtcdMemberList
+	if err := cl.Client.List(ctx, &ecs); err != nil {
+		return nil, nil, fmt.Errorf("list etcd clusters: %w", err)
+	}
+	if err := cl.Client.List(ctx, &ems); err != nil {
+		return nil, nil, fmt.Errorf("list etcd members: %w", err)
+	}
+	return ecs.Items, ems.Items, nil
+}

@@ -1,4 +1,0 @@
-package manager
-
-// The suite starts more than one manager in its process.
-func init() { skipNameValidation = true }

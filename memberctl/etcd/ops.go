@@ -1,0 +1,146 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
+)
+
+// Timeouts of single calls. Reads are short: a healthy member answers in
+// milliseconds even through port-forward, and a reconcile must not stall on
+// a dead one. Membership changes wait for a raft round trip and an apply,
+// which a loaded cluster can take seconds to do.
+const (
+	listTimeout   = 5 * time.Second
+	statusTimeout = 3 * time.Second
+	changeTimeout = 10 * time.Second
+)
+
+// Member is one etcd member as MemberList reports it.
+type Member struct {
+	ID         uint64
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// Status is what one member says of itself.
+type Status struct {
+	MemberID  uint64
+	Leader    uint64
+	Version   string
+	IsLearner bool
+	Errors    []string
+}
+
+// Target names an etcd cluster to call and where to reach it.
+type Target struct {
+	// Key identifies the client in the pool (e.g. "<cluster>/<ns>/<name>").
+	Key       string
+	Endpoints []string
+	TLS       *tls.Config
+}
+
+// Interface is what reconcilers call.
+type Interface interface {
+	MemberList(ctx context.Context, t Target) (clusterID uint64, members []Member, err error)
+	AddLearner(ctx context.Context, t Target, peerURL string) (added Member, members []Member, err error)
+	Promote(ctx context.Context, t Target, id uint64) error
+	Remove(ctx context.Context, t Target, id uint64) error
+	// Status asks one endpoint (of t.Endpoints or not) about itself.
+	Status(ctx context.Context, t Target, endpoint string) (Status, error)
+	// Forget drops the pooled client of a deleted etcd cluster.
+	Forget(key string)
+}
+
+// Ops implements Interface over a ClientPool.
+type Ops struct{ Pool *etcdaccess.ClientPool }
+
+var _ Interface = (*Ops)(nil)
+
+func (o *Ops) client(ctx context.Context, t Target) (*clientv3.Client, error) {
+	return o.Pool.Get(ctx, t.Key, t.Endpoints, t.TLS)
+}
+
+// MemberList implements Interface.
+func (o *Ops) MemberList(ctx context.Context, t Target) (uint64, []Member, error) {
+	c, err := o.client(ctx, t)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	resp, err := c.MemberList(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("member list: %w", err)
+	}
+	return resp.Header.ClusterId, convert(resp.Members), nil
+}
+
+// AddLearner implements Interface.
+func (o *Ops) AddLearner(ctx context.Context, t Target, peerURL string) (Member, []Member, error) {
+	c, err := o.client(ctx, t)
+	if err != nil {
+		return Member{}, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, changeTimeout)
+	defer cancel()
+	resp, err := c.MemberAddAsLearner(ctx, []string{peerURL})
+	if err != nil {
+		return Member{}, nil, fmt.Errorf("add learner %s: %w", peerURL, err)
+	}
+	return convert([]*memberpb{resp.Member})[0], convert(resp.Members), nil
+}
+
+// Promote implements Interface.
+func (o *Ops) Promote(ctx context.Context, t Target, id uint64) error {
+	c, err := o.client(ctx, t)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, changeTimeout)
+	defer cancel()
+	if _, err := c.MemberPromote(ctx, id); err != nil {
+		return fmt.Errorf("promote %016x: %w", id, err)
+	}
+	return nil
+}
+
+// Remove implements Interface.
+func (o *Ops) Remove(ctx context.Context, t Target, id uint64) error {
+	c, err := o.client(ctx, t)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, changeTimeout)
+	defer cancel()
+	if _, err := c.MemberRemove(ctx, id); err != nil {
+		return fmt.Errorf("remove %016x: %w", id, err)
+	}
+	return nil
+}
+
+// Status implements Interface.
+func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, error) {
+	c, err := o.client(ctx, t)
+	if err != nil {
+		return Status{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	resp, err := c.Status(ctx, endpoint)
+	if err != nil {
+		return Status{}, fmt.Errorf("status of %s: %w", endpoint, err)
+	}
+	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
+		IsLearner: resp.IsLearner, Errors: resp.Errors}, nil
+}
+
+// Forget implements Interface.
+func (o *Ops) Forget(key string) { o.Pool.Forget(key) }

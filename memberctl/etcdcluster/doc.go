@@ -1,0 +1,99 @@
+// Package etcdcluster is the EtcdCluster reconciler: it bootstraps an etcd
+// cluster from a single seed member, grows and shrinks it one membership
+// change at a time, keeps its Services and PodDisruptionBudget, and reports
+// its health truthfully even when etcd does not answer.
+//
+// # Setup
+//
+// One Reconciler serves any number of workload clusters: each request names
+// its cluster, and a workload.Source hands back that cluster's clients,
+// recorder and etcd access. SetupWithManager wires it for a single-cluster
+// manager (For EtcdCluster; Owns EtcdMember, Service, PodDisruptionBudget);
+// the fleet layer wires the same Reconcile through multicluster-runtime.
+//
+//	r := &cluster.Reconciler{Clusters: workload.Static{C: wc}}
+//	err := cluster.SetupWithManager(mgr, r, controller.Options{})
+//
+// # Usage
+//
+// Users edit EtcdCluster.spec; everything else is written by the
+// reconcilers. The division of labour with the member reconciler:
+//
+//   - This reconciler creates EtcdMembers (generateName "<cluster>-",
+//     controller ownerRef, the cluster labels, spec templated from
+//     status.observed plus the cluster token and TLS Secret names), then
+//     patches spec.initialCluster and the component label (create, then
+//     patch: a crash in between is resumed by the next pass). It
+//     merge-patches status.isVoter from etcd's MemberList (the seed is
+//     stamped true at creation), patches spec.dormant for a pause, and
+//     deletes the newest member to scale down.
+//   - The member reconciler creates the PVC and Pod once spec.initialCluster
+//     is set, reports Ready (Pod ready and member ID known), removes the
+//     member from etcd in its finalizer, and may delete an EtcdMember it
+//     cannot revive; this reconciler then adds a new member in its place.
+//
+// Status: readyMembers counts running members that are Ready; replicas
+// counts every EtcdMember of the cluster; members[] lists each with its
+// etcd ID, role and readiness. Available, Progressing and Degraded carry
+// the reasons in the v1alpha1 constants. A stuck step turns terminal at
+// status.progressDeadline (DeadlineExceeded, or BootstrapFailed before the
+// cluster formed); change the spec, or patch or remove the deadline, to
+// retry.
+//
+// # Implementation details
+//
+// Each pass: sync the Services; list the members; latch the cluster token
+// and, on first sight, the spec (status.observed) with a deadline; take one
+// MemberList (the seed alone before the cluster ID is known, the voters
+// after); apply the progress lock; take at most one membership step; sync
+// isVoter and the PDB; rebuild the status and write it if it changed.
+//
+// The steps, in order: wait while any member is being deleted; bootstrap
+// the seed; latch the cluster ID when the seed's MemberList is exactly the
+// seed; complete a member created but not yet given its initial cluster
+// (MemberAddAsLearner unless etcd already lists its peer URL, then
+// --initial-cluster from etcd's own list, sorted, URLs verbatim); wake a
+// dormant member; once every member is Ready, promote the learner there is
+// or create the next member; scale down by deleting the newest running
+// member, or make the last one dormant when scaling to 0.
+//
+// Nothing returns before the status is rebuilt except a failure to list
+// the members. The MemberList doubles as a live probe: when it fails, the
+// cluster is reported Available=False (ClusterUnreachable, or QuorumLost
+// when too few voters are Ready), readyMembers follows the members, and
+// the poll slows to 10 s. Conditions carry observedGeneration and stable
+// messages, so a steady cluster is never written to; it is re-probed every
+// 60 s. Member changes wake the reconciler through the EtcdMember watch;
+// timed requeues of 5 s are used only while waiting on etcd itself (a
+// learner catching up, a fresh cluster reporting itself unhealthy, a
+// finalizer's MemberRemove).
+//
+// Events: MemberCreated, MemberAdded, MemberPromoted, ScalingUp,
+// ScalingDown, MemberDormant, MemberResumed, ClusterIDLatched,
+// DeadlineExceeded, BootstrapFailed, ClusterUnreachable, AddLearnerFailed,
+// PromoteFailed.
+//
+// # Trade-offs
+//
+// Reads come from the cache, but every step that creates or deletes a
+// member first re-lists the members from the apiserver (Cluster.Reader):
+// EtcdClusters and EtcdMembers are watched separately, so a pass woken by
+// our own status write may not yet see the member created a moment before,
+// and would create a second one. That costs one LIST per membership step.
+//
+// Availability counts Ready voters against the quorum of
+// max(desired replicas, current voters), so a cluster still being grown to
+// its size reports QuorumLost until a majority of the desired voters is
+// Ready, and one being shrunk is judged by the members it still has.
+//
+// Scale-down removes the newest member, as the reference does, but only
+// when the Ready voters left still form a quorum; otherwise it waits. It
+// also waits while the workload cluster is paused (Cluster.Paused), as does
+// making the last member dormant.
+//
+// An edit made while a step is in flight waits for the step (the lock). If
+// the cluster is incomplete with no step in flight (a member is being
+// replaced), nothing would release the lock, so an edit applies at once.
+//
+// There is no auth and no cert-manager integration: the API has neither.
+package etcdcluster

@@ -1,0 +1,236 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pdb"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/service"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+)
+
+// Requeue cadence. Everything that waits on a Kubernetes object (a member
+// becoming Ready, a Pod appearing) is woken by the EtcdMember watch; the
+// timed requeues are only a safety net, except while waiting on etcd itself,
+// which produces no event.
+const (
+	// requeueEtcd: waiting on etcd (a learner catching up, a seed forming,
+	// a member being removed by the finalizer, a fresh leader).
+	requeueEtcd = 5 * time.Second
+	// requeueUnreachable: etcd did not answer; poll it at this pace.
+	requeueUnreachable = 10 * time.Second
+	// requeueMembers: waiting for the member reconciler (event-driven).
+	requeueMembers = 30 * time.Second
+	// requeueSteady: the longest a cluster goes unprobed.
+	requeueSteady = 60 * time.Second
+	// requeueStale: the cache lags a write of ours; look again soon.
+	requeueStale = time.Second
+)
+
+// Reconciler reconciles EtcdClusters in any workload cluster.
+type Reconciler struct {
+	// Clusters hands back the workload cluster a request belongs to.
+	Clusters workload.Source
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager runs r for the single cluster of mgr: EtcdClusters and
+// the EtcdMembers, Services and PodDisruptionBudgets they own. The
+// request's cluster name is always "". r.Clusters must serve that name
+// (for example workload.Static).
+func SetupWithManager(mgr ctrl.Manager, r *Reconciler, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("etcdcluster").
+		For(&v1alpha1.EtcdCluster{}).
+		Owns(&v1alpha1.EtcdMember{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		WithOptions(opts).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return r.Reconcile(ctx, "", req.NamespacedName)
+		}))
+}
+
+// pass is the state of one reconcile of one EtcdCluster.
+type pass struct {
+	cl   *workload.Cluster
+	ec   *v1alpha1.EtcdCluster // status is rebuilt in place
+	orig *v1alpha1.EtcdCluster
+	now  time.Time
+
+	members *memberSet // nil until listed
+	etcd    etcdView
+	// discovered: the cluster ID was latched in this pass.
+	discovered bool
+	// terminal is BootstrapFailed or DeadlineExceeded while locked.
+	terminal string
+}
+
+// Reconcile brings one EtcdCluster of cluster clusterName towards its spec.
+// Whatever happens to etcd, the status is rebuilt from what was observed and
+// written when it changed, before any error is returned.
+func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
+	cl, err := r.Clusters.Cluster(ctx, clusterName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ctx, cancel := cl.Bind(ctx)
+	defer cancel()
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workloadCluster", clusterName, "etcdcluster", req.String()))
+
+	ec := &v1alpha1.EtcdCluster{}
+	if err := cl.Client.Get(ctx, req, ec); err != nil {
+		if apierrors.IsNotFound(err) {
+			cl.Etcd.Forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if ec.DeletionTimestamp != nil {
+		// Owner references remove members, Services and the PDB; the
+		// members' finalizers skip MemberRemove for a cluster going away.
+		cl.Etcd.Forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
+		return ctrl.Result{}, nil
+	}
+
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now}
+	res, err := p.run(ctx)
+	if p.members != nil {
+		p.buildStatus()
+		err = errors.Join(err, p.writeStatus(ctx))
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return shortest(res, ctrl.Result{RequeueAfter: requeueSteady}), nil
+}
+
+// run observes the cluster, takes at most one membership step, and leaves
+// the status to be built by the caller. It returns early only when the
+// members cannot be listed, the one case with nothing truthful to report.
+func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
+	var errs []error
+	if err := service.Sync(ctx, p.cl.Client, p.ec); err != nil {
+		errs = append(errs, fmt.Errorf("services: %w", err))
+	}
+	if err := p.listMembers(ctx); err != nil {
+		return ctrl.Result{}, errors.Join(append(errs, err)...)
+	}
+
+	st := &p.ec.Status
+	if st.ClusterToken == "" {
+		st.ClusterToken = clusterToken(p.ec)
+	}
+	if st.Observed == nil {
+		p.lockSnapshot(v1alpha1.ReasonInitialSnapshot)
+		// Latch the snapshot and the token before creating anything from them.
+		return ctrl.Result{RequeueAfter: requeueStale}, errors.Join(errs...)
+	}
+
+	p.probe(ctx)
+	p.applyLock()
+
+	var res ctrl.Result
+	if p.terminal == "" {
+		var err error
+		res, err = p.step(ctx)
+		errs = append(errs, err)
+	}
+	errs = append(errs, p.syncVoters(ctx))
+	if err := pdb.Sync(ctx, p.cl.Client, p.ec, p.voterCount()); err != nil {
+		// The budget only guards voluntary disruptions; never block on it.
+		log.FromContext(ctx).Error(err, "PodDisruptionBudget not synced")
+	}
+	if !p.etcd.ok && p.etcd.tried {
+		res = shortest(res, ctrl.Result{RequeueAfter: requeueUnreachable})
+	}
+	return res, errors.Join(errs...)
+}
+
+// step takes at most one membership step; the order follows the reference
+// operator with one in-flight change at a time.
+func (p *pass) step(ctx context.Context) (ctrl.Result, error) {
+	ms, desired := p.members, p.ec.Status.Observed.Replicas
+	if len(ms.deleting) > 0 {
+		// A finalizer is removing a member from etcd: one change at a time.
+		return ctrl.Result{RequeueAfter: requeueEtcd}, nil
+	}
+	if p.ec.Status.ClusterID == "" {
+		if desired == 0 {
+			return ctrl.Result{}, nil // a cluster created at 0 never bootstraps
+		}
+		if len(ms.running) == 0 || (ms.seed != nil && ms.seed.Spec.InitialCluster == "") {
+			return p.bootstrap(ctx)
+		}
+		return p.awaitSeed(), nil
+	}
+	if m := ms.pending(); m != nil {
+		return p.completePending(ctx, m)
+	}
+	current := int32(len(ms.running))
+	switch {
+	case current < desired:
+		return p.scaleUp(ctx)
+	case current > desired:
+		return p.scaleDown(ctx)
+	default:
+		return p.promoteReady(ctx)
+	}
+}
+
+// writeStatus writes the rebuilt status when it differs from what was read.
+// The update carries the resourceVersion read, so a stale cache or a
+// concurrent writer yields a conflict and a retry, never a lost latch.
+func (p *pass) writeStatus(ctx context.Context) error {
+	if equality.Semantic.DeepEqual(p.orig.Status, p.ec.Status) {
+		return nil
+	}
+	if err := p.cl.Client.Status().Update(ctx, p.ec); err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	return nil
+}
+
+// event records an Event on the EtcdCluster.
+func (p *pass) event(eventType, reason, format string, args ...any) {
+	if p.cl.Recorder != nil {
+		p.cl.Recorder.Eventf(p.ec, eventType, reason, format, args...)
+	}
+}
+
+// shortest merges two results: the sooner non-zero requeue wins.
+func shortest(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter == 0:
+		return b
+	case b.RequeueAfter == 0 || a.RequeueAfter <= b.RequeueAfter:
+		return a
+	default:
+		return b
+	}
+}
+
+// clusterToken is etcd's --initial-cluster-token: unique per incarnation,
+// so members of a deleted and recreated cluster of the same name never join.
+func clusterToken(ec *v1alpha1.EtcdCluster) string {
+	return fmt.Sprintf("%s-%s-%s", ec.Namespace, ec.Name, ec.UID)
+}

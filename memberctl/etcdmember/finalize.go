@@ -1,0 +1,73 @@
+package etcdmember
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+)
+
+// finalize removes a deleted member from etcd, through the other voters,
+// before letting the EtcdMember (and, by ownership, its Pod and PVC) go.
+func (s *run) finalize(ctx context.Context) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.m, v1alpha1.FinalizerMemberCleanup) {
+		return ctrl.Result{}, nil
+	}
+	ec, err := s.parent(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The whole etcd cluster is going: nothing to keep consistent.
+	if ec != nil && ec.DeletionTimestamp == nil {
+		if err := s.removeFromEtcd(ctx); err != nil {
+			s.warn("RemovalBlocked", "cannot remove member %s from etcd yet: %v", s.m.Name, err)
+			return ctrl.Result{}, err // backoff, not a fixed retry
+		}
+	}
+	patch := client.MergeFrom(s.m.DeepCopy())
+	controllerutil.RemoveFinalizer(s.m, v1alpha1.FinalizerMemberCleanup)
+	return ctrl.Result{}, client.IgnoreNotFound(s.cl.Client.Patch(ctx, s.m, patch))
+}
+
+func (s *run) removeFromEtcd(ctx context.Context) error {
+	members, err := etcd.Members(ctx, s.cl.Reader, s.m.Namespace, s.m.Spec.ClusterName)
+	if err != nil {
+		return err
+	}
+	others := etcd.Select(members, s.m.Name)
+	if len(others) == 0 {
+		for _, o := range members {
+			if o.Name != s.m.Name && o.DeletionTimestamp == nil {
+				return fmt.Errorf("member %s has no Pod yet to reach etcd through", o.Name)
+			}
+		}
+		return nil // the last member: nobody to tell
+	}
+	t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, others)
+	if err != nil {
+		return err
+	}
+	id := memberID(s.m)
+	if id == 0 { // added but never started, or never discovered
+		_, list, err := s.cl.Etcd.MemberList(ctx, t)
+		if err != nil {
+			return err
+		}
+		found, ok := etcd.FindMember(list, s.m.Name, etcd.MemberPeerURL(s.m))
+		if !ok {
+			return nil
+		}
+		id = found.ID
+	}
+	if err := s.cl.Etcd.Remove(ctx, t, id); err != nil && !strings.Contains(err.Error(), "member not found") {
+		return err
+	}
+	s.cl.Recorder.Eventf(s.m, "Normal", "RemovedFromEtcd", "removed member %s (%016x) from etcd", s.m.Name, id)
+	return nil
+}

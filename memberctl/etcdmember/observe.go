@@ -1,0 +1,124 @@
+package etcdmember
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+)
+
+// observe reports a live (pending, running or terminating) Pod in status.
+func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
+	m := s.m
+	m.Status.PodName, m.Status.PodUID = p.Name, p.UID
+	if !isMemory(m) {
+		m.Status.PVCName = etcd.PVCName(m.Name)
+	}
+	if _, err := pod.Sync(ctx, s.cl.Client, m, s.r.Options.Pod); err != nil { // keeps the role label in step with isVoter
+		return ctrl.Result{}, err
+	}
+	result := ctrl.Result{RequeueAfter: s.r.Options.Resync}
+	ready := p.DeletionTimestamp == nil && pod.IsReady(p)
+	switch {
+	case p.DeletionTimestamp != nil:
+		s.setReady(false, v1alpha1.ReasonPodNotReady, "Pod is terminating")
+	case !ready && pod.EtcdContainerStuck(p, s.r.Options.CrashLoopRestarts):
+		return s.replaceCrashLooping(ctx, p)
+	case !ready:
+		s.setReady(false, v1alpha1.ReasonPodNotReady, "pod phase: "+string(p.Status.Phase))
+	case m.Status.MemberID == "":
+		if err := s.discoverMemberID(ctx); err != nil {
+			s.setReady(false, v1alpha1.ReasonDiscoveringMemberID, "Pod is ready; looking up its etcd member ID: "+err.Error())
+			result.RequeueAfter = 2 * time.Second
+			ready = false
+			break
+		}
+		s.setReady(true, v1alpha1.ReasonPodReady, "Pod is ready and member "+m.Status.MemberID+" is known")
+	default:
+		s.setReady(true, v1alpha1.ReasonPodReady, "Pod is ready and member "+m.Status.MemberID+" is known")
+	}
+	if ready && m.Status.Version == "" {
+		s.observeVersion(ctx)
+	}
+	if left := s.observeHealth(ready); left > 0 && left < result.RequeueAfter {
+		result.RequeueAfter = left
+	}
+	return s.writeAndRequeue(ctx, result.RequeueAfter)
+}
+
+// discoverMemberID asks the voters (or the member itself, since learners
+// refuse membership calls) for this member's ID.
+func (s *run) discoverMemberID(ctx context.Context) error {
+	members, err := etcd.Members(ctx, s.cl.Client, s.m.Namespace, s.m.Spec.ClusterName)
+	if err != nil {
+		return err
+	}
+	dial := etcd.Select(members, s.m.Name)
+	if len(dial) == 0 {
+		dial = []v1alpha1.EtcdMember{*s.m}
+	}
+	t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, dial)
+	if err != nil {
+		return err
+	}
+	_, list, err := s.cl.Etcd.MemberList(ctx, t)
+	if err != nil {
+		return err
+	}
+	found, ok := etcd.FindMember(list, s.m.Name, etcd.MemberPeerURL(s.m))
+	if !ok {
+		return fmt.Errorf("member %s is not in the etcd member list yet", s.m.Name)
+	}
+	s.m.Status.MemberID = fmt.Sprintf("%016x", found.ID)
+	return nil
+}
+
+// observeVersion records the running etcd version; best effort.
+func (s *run) observeVersion(ctx context.Context) {
+	t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, []v1alpha1.EtcdMember{*s.m})
+	if err != nil {
+		return
+	}
+	st, err := s.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(s.m))
+	if err != nil {
+		return
+	}
+	s.m.Status.Version = st.Version
+	if st.Version == s.m.Spec.Version {
+		s.setCondition(v1alpha1.ConditionVersionDrifted, metav1.ConditionFalse, v1alpha1.ReasonVersionMatched, "running "+st.Version)
+	} else {
+		s.setCondition(v1alpha1.ConditionVersionDrifted, metav1.ConditionTrue, v1alpha1.ReasonVersionMismatch,
+			fmt.Sprintf("running %s, spec says %s", st.Version, s.m.Spec.Version))
+	}
+}
+
+// observeHealth tracks how long the member has been Ready and lifts the
+// backoff and cap after the healthy period. It returns the time left until
+// a pending reset, if any.
+func (s *run) observeHealth(ready bool) time.Duration {
+	st, left := s.r.Options.Policy.ObserveReady(s.now, s.m.Status.Replacement, ready)
+	s.m.Status.Replacement = st
+	if st != nil && st.CappedCount == 0 && meta.IsStatusConditionTrue(s.m.Status.Conditions, v1alpha1.ConditionReplacementsExhausted) {
+		s.setCondition(v1alpha1.ConditionReplacementsExhausted, metav1.ConditionFalse, v1alpha1.ReasonCapReset,
+			"the member was Ready for "+s.r.Options.Policy.HealthyReset.String())
+	}
+	return left
+}
+
+// memberID parses status.memberID; 0 when unknown.
+func memberID(m *v1alpha1.EtcdMember) uint64 {
+	id, err := strconv.ParseUint(m.Status.MemberID, 16, 64)
+	if err != nil {
+		return 0
+	}
+	return id
+}

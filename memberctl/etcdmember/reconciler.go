@@ -1,0 +1,187 @@
+package etcdmember
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
+	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+)
+
+// Options tune the reconciler. Defaults live in DefaultOptions.
+type Options struct {
+	Policy replacement.Policy
+	Pod    pod.BuildOptions
+	// CrashLoopRestarts is the restart count from which a not-ready etcd
+	// container counts as stuck.
+	CrashLoopRestarts int32
+	// Resync re-reads a healthy member this often to notice etcd-side
+	// changes (version drift) that produce no Kubernetes event.
+	Resync time.Duration
+	// PausedRetry is how often a paused cluster's pending replacement is
+	// looked at again.
+	PausedRetry time.Duration
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{Policy: replacement.DefaultPolicy(), CrashLoopRestarts: 5, Resync: 5 * time.Minute, PausedRetry: 5 * time.Second}
+}
+
+// Reconciler reconciles EtcdMembers in any workload cluster.
+type Reconciler struct {
+	Clusters workload.Source
+	Options  Options
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// run is the state of one reconcile.
+type run struct {
+	r    *Reconciler
+	cl   *workload.Cluster
+	m    *v1alpha1.EtcdMember
+	orig *v1alpha1.EtcdMember
+	now  time.Time
+}
+
+// Reconcile brings one EtcdMember of cluster clusterName towards its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
+	cl, err := r.Clusters.Cluster(ctx, clusterName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ctx, cancel := cl.Bind(ctx)
+	defer cancel()
+	m := &v1alpha1.EtcdMember{}
+	if err := cl.Client.Get(ctx, req, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	s := &run{r: r, cl: cl, m: m, orig: m.DeepCopy(), now: now}
+	if m.DeletionTimestamp != nil {
+		return s.finalize(ctx)
+	}
+	if !controllerutil.ContainsFinalizer(m, v1alpha1.FinalizerMemberCleanup) {
+		patch := client.MergeFrom(m.DeepCopy())
+		controllerutil.AddFinalizer(m, v1alpha1.FinalizerMemberCleanup)
+		if err := cl.Client.Patch(ctx, m, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.orig = m.DeepCopy()
+	}
+	return s.reconcile(ctx)
+}
+
+func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
+	m := s.m
+	if m.Spec.InitialCluster == "" {
+		s.setReady(false, v1alpha1.ReasonWaitingForPod, "waiting for the cluster controller to set spec.initialCluster")
+		return ctrl.Result{}, s.writeStatus(ctx)
+	}
+	if m.Spec.Dormant {
+		return s.sleep(ctx)
+	}
+	p, err := s.pod(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if p != nil && !pod.OwnedBy(p, m.UID) {
+		s.warn("ForeignPod", "Pod %s exists but is not owned by this member; not touching it", p.Name)
+		return ctrl.Result{}, fmt.Errorf("pod %s/%s is not owned by member %s", p.Namespace, p.Name, m.Name)
+	}
+	switch {
+	case isMemory(m) && m.Status.PodUID != "" && (p == nil || p.UID != m.Status.PodUID):
+		return s.replaceLostMemoryMember(ctx, p)
+	case p != nil && pod.IsTerminal(p) && p.DeletionTimestamp == nil:
+		return s.replaceTerminalPod(ctx, p)
+	case p == nil:
+		return s.createPod(ctx)
+	default:
+		return s.observe(ctx, p)
+	}
+}
+
+// pod returns the member's Pod from the cache, or nil.
+func (s *run) pod(ctx context.Context) (*corev1.Pod, error) {
+	p := &corev1.Pod{}
+	err := s.cl.Client.Get(ctx, types.NamespacedName{Namespace: s.m.Namespace, Name: s.m.Name}, p)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return p, err
+}
+
+// parent returns the member's EtcdCluster, or nil when it is gone.
+func (s *run) parent(ctx context.Context) (*v1alpha1.EtcdCluster, error) {
+	ec := &v1alpha1.EtcdCluster{}
+	err := s.cl.Client.Get(ctx, types.NamespacedName{Namespace: s.m.Namespace, Name: s.m.Spec.ClusterName}, ec)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return ec, err
+}
+
+// createPod creates the PVC and the Pod, and records the new Pod's UID at
+// once: a memory member's pod-loss check depends on it.
+func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
+	ec, err := s.parent(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if _, err := s.syncPVC(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	opts := s.r.Options.Pod
+	opts.ClusterFormed = ec != nil && ec.Status.ClusterID != ""
+	p, err := pod.Sync(ctx, s.cl.Client, s.m, opts)
+	if err != nil {
+		s.setReady(false, v1alpha1.ReasonWaitingForPod, "cannot create the Pod: "+err.Error())
+		return ctrl.Result{}, firstErr(err, s.writeStatus(ctx))
+	}
+	s.m.Status.PodName, s.m.Status.PodUID = p.Name, p.UID
+	s.setReady(false, v1alpha1.ReasonPodNotReady, "pod phase: Pending")
+	return ctrl.Result{}, s.writeStatus(ctx)
+}
+
+// sleep keeps a dormant member's PVC and removes its Pod.
+func (s *run) sleep(ctx context.Context) (ctrl.Result, error) {
+	p, err := s.pod(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if p != nil && p.DeletionTimestamp == nil && pod.OwnedBy(p, s.m.UID) {
+		if err := s.cl.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	s.m.Status.PodName, s.m.Status.PodUID = "", ""
+	s.setReady(false, v1alpha1.ReasonPaused, "member is dormant: the cluster is scaled to 0; data is kept")
+	return ctrl.Result{}, s.writeStatus(ctx)
+}
+
+func isMemory(m *v1alpha1.EtcdMember) bool {
+	return m.Spec.Storage.Medium == v1alpha1.StorageMediumMemory
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
