@@ -98,7 +98,8 @@ func ConnectEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, clu
 }
 
 // DialEtcd is ConnectEtcd returning an error, for code outside a spec.
-func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster string) (*Etcd, error) {
+// Extra gRPC dial options (e.g. a shorter reconnect backoff) come last.
+func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster string, opts ...grpc.DialOption) (*Etcd, error) {
 	var list v1alpha1.EtcdMemberList
 	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: cluster}); err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluste
 		eps = append(eps, etcd.ClientURL(ns, cluster, m.Name, false))
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(etcdaccess.ContextDialer(d))}})
+		DialOptions: append([]grpc.DialOption{grpc.WithContextDialer(etcdaccess.ContextDialer(d))}, opts...)})
 	if err != nil {
 		d.Close()
 		return nil, err

@@ -36,6 +36,7 @@ var _ = Describe("faults", Ordered, func() {
 		log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		defer log.Stop()
+		load := startWorkload(ctx, cluster, ns, name)
 		victim := firstMember(ctx, c, ns, name)
 		Expect(c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}})).To(Succeed())
 
@@ -65,6 +66,7 @@ var _ = Describe("faults", Ordered, func() {
 		}
 		setAnnotation(ctx, c, ns, victim, "try-2")
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		load.StopAndCheck()
 	}, SpecTimeout(4*time.Minute))
 
 	It("leaves the terminal Pod in place when the status write before the delete fails", func(ctx SpecContext) {
@@ -101,12 +103,14 @@ var _ = Describe("faults", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		defer log.Stop()
 		uids := e2eutil.PodUIDs(ctx, c, ns, name)
+		load := startWorkload(ctx, cluster, ns, name)
 		stopOperator(cluster)
 		Expect(fleet.Cluster(cluster).Reboot(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: time.Second})).To(Succeed())
 		time.Sleep(2 * time.Second)
 		startOperator(cluster)
 		e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		load.StopAndCheck()
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 		for n := range ids {
 			Expect(log.Count(watch.Deleted)[n]).To(Equal(1), "Pod %s deleted exactly once", n)
@@ -123,6 +127,7 @@ var _ = Describe("faults", Ordered, func() {
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		k := fleet.Cluster(cluster).Kubelet
 		names := memberNames(ctx, c, ns, name)
+		load := startWorkload(ctx, cluster, ns, name)
 
 		By("two members crash-looping: quorum would not hold, so neither is replaced")
 		stop := crashLoop(k, ns, names[:2]...)
@@ -148,6 +153,7 @@ var _ = Describe("faults", Ordered, func() {
 		stop()
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		Expect(e2eutil.Members(ctx, c, ns, name)).To(HaveLen(3))
+		load.StopAndCheck()
 	}, SpecTimeout(6*time.Minute))
 
 	It("surfaces QuorumLost for a memory cluster after a reboot and never revives a member under its old ID", func(ctx SpecContext) {

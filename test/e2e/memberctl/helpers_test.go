@@ -18,7 +18,14 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
+
+// startWorkload starts clients on an EtcdCluster whose history is checked
+// for linearizability by StopAndCheck, once the fault has healed.
+func startWorkload(ctx context.Context, cluster, ns, name string) *lincheck.Running {
+	return lincheck.Start(ctx, lincheck.Target{Config: fleet.Cluster(cluster).Config, Client: clients[cluster], Namespace: ns, Cluster: name})
+}
 
 func memberNames(ctx context.Context, c client.Client, ns, cluster string) []string {
 	var names []string

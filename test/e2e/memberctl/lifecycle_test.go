@@ -50,9 +50,11 @@ var _ = Describe("an EtcdCluster's lifecycle", func() {
 						chooser = kubelet.AllSucceeded
 					}
 					uids := e2eutil.PodUIDs(ctx, c, ns, name)
+					load := startWorkload(ctx, cluster, ns, name)
 					Expect(fleet.Cluster(cluster).Reboot(ctx, kubelet.RebootOptions{Phase: chooser, Outage: time.Second})).To(Succeed())
 					e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
 					e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+					load.StopAndCheck()
 					Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 					etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
 					defer etcd.Close()

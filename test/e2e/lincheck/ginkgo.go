@@ -1,0 +1,120 @@
+package lincheck
+
+import (
+	"context"
+	"os"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+)
+
+// Target is one EtcdCluster, reached through port-forward on its
+// apiserver.
+type Target struct {
+	Config    *rest.Config
+	Client    client.Client
+	Namespace string
+	Cluster   string
+	// Options size the workload; zero values take the defaults.
+	Options Options
+}
+
+// Running is a workload started by Start.
+type Running struct {
+	workload *Workload
+	etcd     *e2eutil.Etcd
+	stopped  bool
+	history  History
+}
+
+// reconnect keeps the clients' gRPC reconnect backoff short: gRPC's
+// default grows to 2 minutes, so after a long outage the clients would
+// measure their own backoff rather than the cluster's unavailability.
+var reconnect = grpc.WithConnectParams(grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: 5 * time.Second,
+})
+
+// Dial connects to the target's members through port-forward, with the
+// workload's reconnect backoff; for code outside a spec (benchmarks).
+func Dial(ctx context.Context, t Target) (*e2eutil.Etcd, error) {
+	return e2eutil.DialEtcd(ctx, t.Config, t.Client, t.Namespace, t.Cluster, reconnect)
+}
+
+// Start starts a workload on the target; call StopAndCheck after the heal.
+// If the spec ends first (it failed), the workload is stopped unchecked.
+func Start(ctx context.Context, t Target) *Running {
+	GinkgoHelper()
+	etcd, err := Dial(ctx, t)
+	Expect(err).NotTo(HaveOccurred(), "dialling %s/%s for the workload", t.Namespace, t.Cluster)
+	r := &Running{etcd: etcd, workload: Run(etcd.Client, t.Namespace+"/"+t.Cluster, t.Options)}
+	DeferCleanup(r.Stop)
+	return r
+}
+
+// StartAll starts one workload per target.
+func StartAll(ctx context.Context, targets ...Target) Runnings {
+	GinkgoHelper()
+	var out Runnings
+	for _, t := range targets {
+		out = append(out, Start(ctx, t))
+	}
+	return out
+}
+
+// Stop stops the workload and closes its client, once; it returns the
+// history.
+func (r *Running) Stop() History {
+	if !r.stopped {
+		r.stopped = true
+		r.history = r.workload.Stop()
+		r.etcd.Close()
+	}
+	return r.history
+}
+
+// StopAndCheck stops the workload and fails the spec unless the history
+// is linearizable, with the first offending operations and the path of
+// porcupine's visualization. The verdict's summary goes to the report.
+func (r *Running) StopAndCheck() Result {
+	GinkgoHelper()
+	h := r.Stop()
+	res := Check(h, OutputDir(), DefaultCheckTimeout)
+	AddReportEntry("linearizability check of "+h.Name, res.Summary())
+	Expect(res.Err()).NotTo(HaveOccurred())
+	Expect(res.History.Count()[OK]).NotTo(BeZero(), "the workload on %s got no response at all: it checked nothing", h.Name)
+	return res
+}
+
+// Runnings are several workloads, one per cluster.
+type Runnings []*Running
+
+// StopAndCheck stops every workload first (their clusters all healed),
+// then checks each.
+func (rs Runnings) StopAndCheck() []Result {
+	GinkgoHelper()
+	for _, r := range rs {
+		r.Stop()
+	}
+	var out []Result
+	for _, r := range rs {
+		out = append(out, r.StopAndCheck())
+	}
+	return out
+}
+
+// OutputDir is where visualizations go: $LINCHECK_DIR if set, else the
+// system's temporary directory.
+func OutputDir() string {
+	if d := os.Getenv("LINCHECK_DIR"); d != "" {
+		return d
+	}
+	return os.TempDir()
+}
