@@ -8,7 +8,9 @@ import (
 )
 
 // at is a time ms milliseconds into a made-up history.
-func at(ms int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+func at(ms int) time.Time {
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+}
 
 func put(client int, key, value string, rev int64, call, ret int) Op {
 	return Op{Client: client, Input: Input{Kind: Put, Key: key, Value: value},
@@ -79,9 +81,9 @@ func TestRejectsLostAcknowledgedWrite(t *testing.T) {
 	r := check(t, "lost-write",
 		put(0, "k0", "v1", 2, 0, 10),
 		get(1, "k0", "v1", 2, 2, 20, 30),
-		put(0, "k0", "v2", 3, 40, 50), // acknowledged...
+		put(0, "k0", "v2", 3, 40, 50),    // acknowledged...
 		get(1, "k0", "v1", 2, 3, 60, 70), // ...and gone: the read went back to v1
-		get(2, "k0", "", 0, 3, 80, 90), // and then the key is gone too
+		get(2, "k0", "", 0, 3, 80, 90),   // and then the key is gone too
 	)
 	expectRejected(t, r, "key k0: 3 of 5 operations linearize")
 	expectRejected(t, r, `put(k0, v2) -> ok (rev 3)`)
@@ -141,14 +143,14 @@ func TestRejectsACompareThatCannotHaveSucceeded(t *testing.T) {
 func TestAcceptsAValidConcurrentHistory(t *testing.T) {
 	r := check(t, "valid",
 		put(0, "k0", "a", 2, 0, 50),
-		get(1, "k0", "", 0, 1, 10, 20), // before the put took effect
-		get(2, "k0", "a", 2, 2, 30, 60), // after
-		put(3, "k1", "x", 3, 35, 45), // another key shares the revisions
+		get(1, "k0", "", 0, 1, 10, 20),        // before the put took effect
+		get(2, "k0", "a", 2, 2, 30, 60),       // after
+		put(3, "k1", "x", 3, 35, 45),          // another key shares the revisions
 		unknown(put(0, "k0", "b", 0, 70, 80)), // took effect: read below at rev 4
 		get(1, "k0", "b", 4, 4, 90, 100),
 		cas(2, "k0", 4, "c", true, 5, 110, 120),
 		casLost(3, "k0", 4, "d", "c", 5, 5, 115, 130), // lost the race to client 2
-		unknown(put(0, "k0", "never", 0, 140, 150)), // never took effect
+		unknown(put(0, "k0", "never", 0, 140, 150)),   // never took effect
 		get(1, "k0", "c", 5, 5, 160, 170),
 		del(2, "k0", 1, 6, 180, 190),
 		del(3, "k0", 0, 6, 200, 210),
