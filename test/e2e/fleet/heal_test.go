@@ -15,6 +15,7 @@ import (
 
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
 
@@ -143,6 +144,21 @@ func expectKeys(ctx context.Context, names ...string) {
 			e.Close()
 		}
 	}
+}
+
+// startWorkloads starts clients on the first EtcdCluster of each named
+// cluster, reached directly (not through a hung front door), whose
+// histories StopAndCheck checks for linearizability after the heal. One
+// EtcdCluster per cluster and a low rate keep the added load small beside
+// the heal times the specs measure.
+func startWorkloads(ctx context.Context, names ...string) lincheck.Runnings {
+	GinkgoHelper()
+	var targets []lincheck.Target
+	for _, w := range names {
+		targets = append(targets, lincheck.Target{Config: wcfg[w], Client: wc[w], Namespace: etcdNS, Cluster: etcdNames[0],
+			Options: lincheck.Options{Rate: 10}})
+	}
+	return lincheck.StartAll(ctx, targets...)
 }
 
 // reboot reboots every Node of the named clusters at once with a mix of

@@ -30,6 +30,7 @@ func rebootSpecs() {
 			before := podUIDs(ctx, workloads...)
 			logs = watchPods(ctx, workloads...)
 			members = watchMembers(ctx, workloads...)
+			load := startWorkloads(ctx, workloads...)
 
 			By("rebooting every node of w1..w3, and of w4 once the others' Pods queue at the limiter")
 			rebootAt = reboot(ctx, "w1", "w2", "w3")
@@ -42,6 +43,7 @@ func rebootSpecs() {
 			figures.healTime = heal
 			figures.Unlock()
 			AddReportEntry("fleet reboot heal time", fmt.Sprintf("%s (per cluster: %s)", heal.Round(100*time.Millisecond), durations(healed)))
+			load.StopAndCheck()
 
 			By("showing every FleetCluster Ready and the Fleet all quorate")
 			for _, w := range workloads {

@@ -63,8 +63,10 @@ func badSecretSpecs() {
 		ids := memberIDs(ctx, "w1")
 		before := podUIDs(ctx, "w1")
 		logs := watchPods(ctx, "w1")
+		load := startWorkloads(ctx, "w1")
 		rebootAt := reboot(ctx, "w1")
 		healed := waitHealed(ctx, rebootAt, before, 2*time.Minute, "w1")
+		load.StopAndCheck()
 		AddReportEntry("w1 heal time beside 3 bad Secrets", durations(healed))
 		expectKeys(ctx, "w1")
 		Expect(memberIDs(ctx, "w1")).To(Equal(ids))
@@ -105,6 +107,7 @@ func rotationSpecs() {
 		ids := memberIDs(ctx, w)
 		before := podUIDs(ctx, w)
 		logs := watchPods(ctx, w)
+		load := startWorkloads(ctx, w)
 		rebootAt := reboot(ctx, w)
 		By("waiting for the heal to begin: the first terminal Pod is deleted")
 		Eventually(func() int { return len(logs[w].Count(watch.Deleted)) }).WithContext(ctx).
@@ -126,6 +129,7 @@ func rotationSpecs() {
 			Should(BeNumerically(">", engagedBefore), "w1 re-engaged after its Secret changed")
 		GinkgoWriter.Printf("w1 states since the rotation: %+v\n", states.since(w, rotateAt))
 		healed := waitHealed(ctx, rebootAt, before, 2*time.Minute, w)
+		load.StopAndCheck()
 		AddReportEntry("heal time with a token rotation mid-heal", fmt.Sprintf("%s (re-engaged %s after the rotation)",
 			durations(healed), (states.connectedAt(w, rotateAt.Add(time.Millisecond)).Sub(rotateAt)).Round(10*time.Millisecond)))
 		expectKeys(ctx, w)
