@@ -11,7 +11,11 @@
 //   - fleet: fleet heal time after rebooting every node of N workload
 //     clusters at once (from the first Pod seen terminal; from the reboot
 //     call too), against the shared limiter's lower bound
-//     (3N − burst)/rate + etcd start. Goal: ratio ≤ 1.2.
+//     (3N − burst)/rate + etcd start. Goal: ratio ≤ 1.2. Beside it, the
+//     client-visible unavailability: a lincheck workload on every cluster
+//     reports the longest time between two successful writes, p50 and max
+//     over clusters (what a user of the workload cluster feels), and its
+//     history is checked for linearizability.
 //   - memory: the fleet manager's heap per additional engaged cluster
 //     (the process's one-off costs apart; the average with them and RSS
 //     printed beside it), with 0 and with 2,000 unrelated Pods per
@@ -36,7 +40,8 @@
 // per benchmark), ending with the host's load average: the machine is
 // shared, and a timing taken under load should say so. The goals are
 // printed, never asserted: a benchmark fails only when
-// the system does not heal at all. Each benchmark does one experiment
+// the system does not heal at all, or (fleet) a client history is not
+// linearizable. Each benchmark does one experiment
 // whatever b.N is (run them with -benchtime 1x) and reports ns/op as 0.
 //
 // # Trade-offs

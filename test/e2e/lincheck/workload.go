@@ -207,3 +207,16 @@ func readKey(out *Output, kvs []*mvccpb.KeyValue) {
 		out.Found, out.Value, out.ModRev = true, string(kvs[0].Value), kvs[0].ModRevision
 	}
 }
+
+// WroteAfter says whether some write got a response after t: a benchmark
+// waits for it so that the write gap spanning an outage is closed.
+func (w *Workload) WroteAfter(t time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, o := range w.ops {
+		if o.Input.Kind != Get && o.Output.Outcome == OK && o.Return.After(t) {
+			return true
+		}
+	}
+	return false
+}
