@@ -55,7 +55,7 @@ func Start(ctx context.Context, t Target) *Running {
 	etcd, err := Dial(ctx, t)
 	Expect(err).NotTo(HaveOccurred(), "dialling %s/%s for the workload", t.Namespace, t.Cluster)
 	r := &Running{etcd: etcd, workload: Run(etcd.Client, t.Namespace+"/"+t.Cluster, t.Options)}
-	DeferCleanup(r.Stop)
+	DeferCleanup(func() { r.Stop() })
 	return r
 }
 
