@@ -80,10 +80,34 @@ func (r *Running) Stop() History {
 	return r.history
 }
 
-// StopAndCheck stops the workload and fails the spec unless the history
-// is linearizable, with the first offending operations and the path of
-// porcupine's visualization. The verdict's summary goes to the report.
+// AfterHealTimeout bounds how long StopAndCheck waits for the clients to
+// read every key once more: a healed cluster that serves no client within
+// it fails the spec.
+const AfterHealTimeout = 30 * time.Second
+
+// StopAndCheck, called once the spec has seen the cluster heal, lets the
+// clients read every key once more, stops them and fails the spec unless
+// the history is linearizable, with the first offending operations and
+// the path of porcupine's visualization. The verdict's summary goes to the
+// report.
 func (r *Running) StopAndCheck() Result {
+	GinkgoHelper()
+	r.readEveryKeyFrom(time.Now())
+	return r.stopAndCheck()
+}
+
+// readEveryKeyFrom waits until the clients read every key after healed:
+// until then a write lost in the heal could go unseen.
+func (r *Running) readEveryKeyFrom(healed time.Time) {
+	GinkgoHelper()
+	if r.stopped {
+		return
+	}
+	Eventually(func() bool { return r.workload.ReadEveryKeyAfter(healed) }).WithTimeout(AfterHealTimeout).
+		WithPolling(50*time.Millisecond).Should(BeTrue(), "the clients of %s could not read every key since the heal", r.workload.name)
+}
+
+func (r *Running) stopAndCheck() Result {
 	GinkgoHelper()
 	h := r.Stop()
 	res := Check(h, OutputDir(), DefaultCheckTimeout)
@@ -96,16 +120,20 @@ func (r *Running) StopAndCheck() Result {
 // Runnings are several workloads, one per cluster.
 type Runnings []*Running
 
-// StopAndCheck stops every workload first (their clusters all healed),
-// then checks each.
+// StopAndCheck is Running.StopAndCheck for all: every cluster has
+// healed, so all wait for their reads together, then each is checked.
 func (rs Runnings) StopAndCheck() []Result {
 	GinkgoHelper()
+	healed := time.Now()
+	for _, r := range rs {
+		r.readEveryKeyFrom(healed)
+	}
 	for _, r := range rs {
 		r.Stop()
 	}
 	var out []Result
 	for _, r := range rs {
-		out = append(out, r.StopAndCheck())
+		out = append(out, r.stopAndCheck())
 	}
 	return out
 }

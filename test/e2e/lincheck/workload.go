@@ -211,12 +211,30 @@ func readKey(out *Output, kvs []*mvccpb.KeyValue) {
 // WroteAfter says whether some write got a response after t: a benchmark
 // waits for it so that the write gap spanning an outage is closed.
 func (w *Workload) WroteAfter(t time.Time) bool {
+	return len(w.okAfter(t, func(o Op) bool { return o.Input.Kind != Get })) > 0
+}
+
+// ReadEveryKeyAfter says whether every key was read successfully by an
+// operation called after t. Called at the heal, it tells when the history
+// reaches far enough: a write lost in the heal shows up only as a later
+// read that misses it.
+func (w *Workload) ReadEveryKeyAfter(t time.Time) bool {
+	keys := map[string]bool{}
+	for _, o := range w.okAfter(t, func(o Op) bool { return o.Input.Kind == Get }) {
+		keys[o.Input.Key] = true
+	}
+	return len(keys) == w.opts.Keys
+}
+
+// okAfter returns the OK operations called after t that match.
+func (w *Workload) okAfter(t time.Time, match func(Op) bool) []Op {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var out []Op
 	for _, o := range w.ops {
-		if o.Input.Kind != Get && o.Output.Outcome == OK && o.Return.After(t) {
-			return true
+		if o.Output.Outcome == OK && o.Call.After(t) && match(o) {
+			out = append(out, o)
 		}
 	}
-	return false
+	return out
 }
