@@ -156,7 +156,7 @@ func startWorkloads(ctx context.Context, names ...string) lincheck.Runnings {
 	var targets []lincheck.Target
 	for _, w := range names {
 		targets = append(targets, lincheck.Target{Config: wcfg[w], Client: wc[w], Namespace: etcdNS, Cluster: etcdNames[0],
-			Options: lincheck.Options{Rate: 10}})
+			Name: w + "/" + etcdNS + "/" + etcdNames[0], Options: lincheck.Options{Rate: 10}})
 	}
 	return lincheck.StartAll(ctx, targets...)
 }

@@ -22,6 +22,10 @@ type Target struct {
 	Client    client.Client
 	Namespace string
 	Cluster   string
+	// Name names the target in messages and file names (default
+	// Namespace/Cluster); a suite with several workload clusters says
+	// which.
+	Name string
 	// Options size the workload; zero values take the defaults.
 	Options Options
 }
@@ -54,7 +58,11 @@ func Start(ctx context.Context, t Target) *Running {
 	GinkgoHelper()
 	etcd, err := Dial(ctx, t)
 	Expect(err).NotTo(HaveOccurred(), "dialling %s/%s for the workload", t.Namespace, t.Cluster)
-	r := &Running{etcd: etcd, workload: Run(etcd.Client, t.Namespace+"/"+t.Cluster, t.Options)}
+	name := t.Name
+	if name == "" {
+		name = t.Namespace + "/" + t.Cluster
+	}
+	r := &Running{etcd: etcd, workload: Run(etcd.Client, name, t.Options)}
 	DeferCleanup(func() { r.Stop() })
 	return r
 }
