@@ -37,24 +37,33 @@ func startClients(b *testing.B, ctx context.Context, f *sandbox.Fleet, ws []*wor
 		cs.etcd[w.name] = e
 		cs.runs[w.name] = lincheck.Run(e.Client, w.name, lincheck.Options{Rate: clientRate, MaxOps: 100000})
 	}
+	// A gap opens at the last write before the outage: without one, the
+	// first write after the heal would start the count.
+	if err := cs.waitWrites(ctx, ws, func(*workload) time.Time { return time.Time{} }); err != nil {
+		b.Fatalf("clients before the reboot: %v", err)
+	}
 	return cs
+}
+
+// waitWrites waits until every cluster's clients took a write after since.
+func (cs *clients) waitWrites(ctx context.Context, ws []*workload, since func(*workload) time.Time) error {
+	return bench.Poll(ctx, 100*time.Millisecond, time.Minute, func(context.Context) (bool, string, error) {
+		var waiting []string
+		for _, w := range ws {
+			if !cs.runs[w.name].WroteAfter(since(w)) {
+				waiting = append(waiting, w.name)
+			}
+		}
+		return len(waiting) == 0, "no write yet on " + strings.Join(waiting, ", "), nil
+	})
 }
 
 // stop waits until every cluster took a write after it healed (closing the
 // gap the outage opened), stops the clients and checks each history. It
 // returns each cluster's longest gap between two successful writes.
 func (cs *clients) stop(b *testing.B, ctx context.Context, ws []*workload) map[string]time.Duration {
-	err := bench.Poll(ctx, 100*time.Millisecond, time.Minute, func(context.Context) (bool, string, error) {
-		var waiting []string
-		for _, w := range ws {
-			if !cs.runs[w.name].WroteAfter(w.healed) {
-				waiting = append(waiting, w.name)
-			}
-		}
-		return len(waiting) == 0, "no write since the heal on " + strings.Join(waiting, ", "), nil
-	})
-	if err != nil {
-		b.Errorf("clients: %v", err)
+	if err := cs.waitWrites(ctx, ws, func(w *workload) time.Time { return w.healed }); err != nil {
+		b.Errorf("clients after the heal: %v", err)
 	}
 	gaps := map[string]time.Duration{}
 	for _, w := range ws {
