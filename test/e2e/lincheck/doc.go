@@ -16,9 +16,10 @@
 //	... inject the fault, wait for the heal ...
 //	load.StopAndCheck()
 //
-// StopAndCheck first lets the clients read every key once more (a write
-// lost in the heal shows only in a later read; a healed cluster that serves
-// no read within AfterHealTimeout fails the spec), then stops them and
+// StopAndCheck first lets the clients read every key once more and take a
+// write (a write lost in the heal shows only in a later read; a healed
+// cluster that serves no read or write within AfterHealTimeout fails the
+// spec), then stops them and
 // checks. It fails the spec with the first offending operations and
 // writes porcupine's HTML visualization into $LINCHECK_DIR (default: the
 // system's temporary directory), printing its path. Start registers a

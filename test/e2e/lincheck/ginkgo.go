@@ -89,12 +89,12 @@ func (r *Running) Stop() History {
 }
 
 // AfterHealTimeout bounds how long StopAndCheck waits for the clients to
-// read every key once more: a healed cluster that serves no client within
-// it fails the spec.
+// read every key once more and take a write: a healed cluster that serves
+// no client within it fails the spec.
 const AfterHealTimeout = 30 * time.Second
 
 // StopAndCheck, called once the spec has seen the cluster heal, lets the
-// clients read every key once more, stops them and fails the spec unless
+// clients read every key once more and write, stops them and fails the spec unless
 // the history is linearizable, with the first offending operations and
 // the path of porcupine's visualization. The verdict's summary goes to the
 // report.
@@ -104,15 +104,17 @@ func (r *Running) StopAndCheck() Result {
 	return r.stopAndCheck()
 }
 
-// readEveryKeyFrom waits until the clients read every key after healed:
-// until then a write lost in the heal could go unseen.
+// readEveryKeyFrom waits until the clients read every key and wrote after
+// healed: until then a write lost in the heal could go unseen, and the
+// longest gap between writes would not span the outage.
 func (r *Running) readEveryKeyFrom(healed time.Time) {
 	GinkgoHelper()
 	if r.stopped {
 		return
 	}
-	Eventually(func() bool { return r.workload.ReadEveryKeyAfter(healed) }).WithTimeout(AfterHealTimeout).
-		WithPolling(50*time.Millisecond).Should(BeTrue(), "the clients of %s could not read every key since the heal", r.workload.name)
+	Eventually(func() bool { return r.workload.ReadEveryKeyAfter(healed) && r.workload.WroteAfter(healed) }).
+		WithTimeout(AfterHealTimeout).WithPolling(50*time.Millisecond).
+		Should(BeTrue(), "the clients of %s could not read every key and write since the heal", r.workload.name)
 }
 
 func (r *Running) stopAndCheck() Result {
