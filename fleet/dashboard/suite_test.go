@@ -96,7 +96,7 @@ func startWriter(src Source, lim LimiterStats, opts Options) running {
 	Expect(err).NotTo(HaveOccurred())
 	cc := &countingClient{Client: mgr.GetClient(), n: map[string]int{}}
 	w := New(cc, src, lim, opts)
-	Expect(mgr.Add(w)).To(Succeed())
+	Expect(w.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -181,8 +181,10 @@ type stubSource struct {
 	clusters []ClusterInfo
 	etcd     map[string]stubEtcd
 	// probeNow, when set, stamps LastProbeTime = now on every Clusters
-	// call, as a wiring probing continuously would.
+	// and Cluster call, as a wiring probing continuously would.
 	probeNow bool
+	// lookups counts Cluster calls per key: one per recomputation.
+	lookups map[string]int
 }
 
 type stubEtcd struct {
@@ -191,7 +193,9 @@ type stubEtcd struct {
 	err      error
 }
 
-func newStubSource() *stubSource { return &stubSource{etcd: map[string]stubEtcd{}} }
+func newStubSource() *stubSource {
+	return &stubSource{etcd: map[string]stubEtcd{}, lookups: map[string]int{}}
+}
 
 func (s *stubSource) Clusters() []ClusterInfo {
 	s.mu.Lock()
@@ -203,6 +207,28 @@ func (s *stubSource) Clusters() []ClusterInfo {
 		}
 	}
 	return out
+}
+
+func (s *stubSource) Cluster(key string) (ClusterInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lookups[key]++
+	for _, c := range s.clusters {
+		if DefaultClusterKey(c) == key {
+			if s.probeNow {
+				c.LastProbeTime = time.Now()
+			}
+			return c, true
+		}
+	}
+	return ClusterInfo{}, false
+}
+
+// Lookups returns how many times the writer recomputed the cluster key.
+func (s *stubSource) Lookups(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups[key]
 }
 
 func (s *stubSource) EtcdObjects(_ context.Context, cluster string) ([]etcdv1.EtcdCluster, []etcdv1.EtcdMember, error) {
