@@ -135,6 +135,17 @@ func (c *countingClient) Writes(obj client.Object) int {
 	return c.n[writeKey(obj)]
 }
 
+// total returns how many writes were made to any object so far.
+func (c *countingClient) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := 0
+	for _, n := range c.n {
+		t += n
+	}
+	return t
+}
+
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	c.count(obj)
 	return c.Client.Create(ctx, obj, opts...)
