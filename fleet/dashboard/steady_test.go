@@ -8,9 +8,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
@@ -82,6 +85,8 @@ func watchWrites(ns string) *apiserverWrites {
 }
 
 var _ = Describe("Writer at steady state", func() {
+	ctx := context.Background()
+
 	It("writes nothing while idle clusters are recomputed and notified over and over, and once per actual change", func() {
 		const clusters, changed = 20, 5
 		ns := newNamespace()
@@ -189,5 +194,30 @@ var _ = Describe("Writer at steady state", func() {
 			g.Expect(cond(st.Conditions, fleetv1.ConditionReady)).To(Equal("False/NotConnected"))
 			g.Expect(st.MembersSummary).To(Equal("3/3"), "last known counts kept")
 		}, 10*time.Second).Should(Succeed())
+	})
+
+	It("writes only as the leader", func() {
+		ns := newNamespace()
+		info := newSecret(ns, "led")
+		src := newStubSource()
+		src.set(info, stubEtcd{clusters: []etcdv1.EtcdCluster{healthy("etcd", "a", 3)}})
+		By("another replica holds the lease")
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard-leader"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("other-replica"), LeaseDurationSeconds: ptr.To(int32(3600)),
+				AcquireTime: ptr.To(metav1.NowMicro()), RenewTime: ptr.To(metav1.NowMicro())}}
+		Expect(k8sClient.Create(ctx, lease)).To(Succeed())
+		r := startWriterWith(src, nil, Options{MinInterval: 50 * time.Millisecond, Resync: 100 * time.Millisecond}, manager.Options{
+			LeaderElection: true, LeaderElectionID: lease.Name, LeaderElectionNamespace: ns,
+			LeaseDuration: ptr.To(2 * time.Second), RenewDeadline: ptr.To(time.Second), RetryPeriod: ptr.To(100 * time.Millisecond),
+		})
+		r.w.Notify(DefaultClusterKey(info))
+		Consistently(func() int { return r.writes.total() }, 2*time.Second).Should(BeZero(), "a standby writes nothing")
+		Expect(src.Lookups(DefaultClusterKey(info))).To(BeZero(), "nor recomputes anything")
+
+		By("the lease is released: this replica leads and writes")
+		Expect(k8sClient.Delete(ctx, lease)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(cond(getFC(g, nnOf(info)).Status.Conditions, fleetv1.ConditionReady)).To(Equal("True/Healthy"))
+		}, 20*time.Second).Should(Succeed())
 	})
 })

@@ -87,12 +87,18 @@ type running struct {
 // manager stops when the spec ends.
 func startWriter(src Source, lim LimiterStats, opts Options) running {
 	GinkgoHelper()
-	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	return startWriterWith(src, lim, opts, manager.Options{})
+}
+
+// startWriterWith is startWriter on a manager with mgrOpts (scheme,
+// metrics, probes and name validation are set here).
+func startWriterWith(src Source, lim LimiterStats, opts Options, mgrOpts manager.Options) running {
+	GinkgoHelper()
+	mgrOpts.Scheme = scheme
+	mgrOpts.Metrics = metricsserver.Options{BindAddress: "0"}
+	mgrOpts.HealthProbeBindAddress = "0"
+	mgrOpts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := manager.New(cfg, mgrOpts)
 	Expect(err).NotTo(HaveOccurred())
 	cc := &countingClient{Client: mgr.GetClient(), n: map[string]int{}}
 	w := New(cc, src, lim, opts)
