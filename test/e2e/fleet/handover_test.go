@@ -35,8 +35,8 @@ func handoverSpecs() {
 
 		It("a restarted manager keeps the fleet-wide bound: no window of T over burst + rate·T across both processes, one delete per Pod, every key", func(ctx SpecContext) {
 			first := startManagerProcess(ctx, bin, "restart-1", false)
-			first.waitEngaged(ctx)
 			baseline(ctx)
+			first.waitEngaged(ctx)
 			logs, before, rebootAt := rebootMidHeal(ctx)
 			By("SIGKILLing the manager once the burst is spent and starting a new one at once")
 			first.kill()
@@ -49,11 +49,11 @@ func handoverSpecs() {
 		It("with two replicas, the standby takes over from a killed leader within the lease duration and the heal completes within the bound", func(ctx SpecContext) {
 			a := startManagerProcess(ctx, bin, "replica-a", true)
 			leader := waitLeader(ctx, "") // replica-a's: it runs alone so far
-			a.waitEngaged(ctx)
 			b := startManagerProcess(ctx, bin, "replica-b", true)
 			DeferCleanup(a.kill)
 			DeferCleanup(b.kill)
 			baseline(ctx)
+			a.waitEngaged(ctx)
 			logs, before, rebootAt := rebootMidHeal(ctx)
 			By("SIGKILLing the leader mid-heal")
 			killedAt := time.Now()
