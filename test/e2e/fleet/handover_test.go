@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
 
 // handoverSpecs run the real etcdfleet-manager binary as separate processes
@@ -37,13 +38,13 @@ func handoverSpecs() {
 			first := startManagerProcess(ctx, bin, "restart-1", false)
 			baseline(ctx)
 			first.waitEngaged(ctx)
-			logs, before, rebootAt := rebootMidHeal(ctx)
+			logs, before, rebootAt, load := rebootMidHeal(ctx)
 			By("SIGKILLing the manager once the burst is spent and starting a new one at once")
 			first.kill()
 			second := startManagerProcess(ctx, bin, "restart-2", false)
 			DeferCleanup(second.kill)
 			second.waitEngaged(ctx)
-			expectHealedWithinBound(ctx, logs, before, rebootAt)
+			expectHealedWithinBound(ctx, logs, before, rebootAt, load)
 		}, SpecTimeout(6*time.Minute))
 
 		It("with two replicas, the standby takes over from a killed leader within the lease duration and the heal completes within the bound", func(ctx SpecContext) {
@@ -54,7 +55,7 @@ func handoverSpecs() {
 			DeferCleanup(b.kill)
 			baseline(ctx)
 			a.waitEngaged(ctx)
-			logs, before, rebootAt := rebootMidHeal(ctx)
+			logs, before, rebootAt, load := rebootMidHeal(ctx)
 			By("SIGKILLing the leader mid-heal")
 			killedAt := time.Now()
 			a.kill()
@@ -63,7 +64,7 @@ func handoverSpecs() {
 			AddReportEntry("leader failover", fmt.Sprintf("new leader %s after %s", next, takeover.Round(100*time.Millisecond)))
 			// controller-runtime's default lease is 15 s; a standby retries every 2 s.
 			Expect(takeover).To(BeNumerically("<=", 15*time.Second+5*time.Second))
-			expectHealedWithinBound(ctx, logs, before, rebootAt)
+			expectHealedWithinBound(ctx, logs, before, rebootAt, load)
 		}, SpecTimeout(6*time.Minute))
 	})
 }
@@ -72,14 +73,15 @@ func handoverSpecs() {
 // limiter's burst and first tokens are spent: the worst moment to lose the
 // manager, since a new one that started with a full bucket would spend a
 // second burst at once.
-func rebootMidHeal(ctx context.Context) (map[string]*e2eutil.PodLog, map[string]map[string]types.UID, time.Time) {
+func rebootMidHeal(ctx context.Context) (map[string]*e2eutil.PodLog, map[string]map[string]types.UID, time.Time, lincheck.Runnings) {
 	GinkgoHelper()
 	before := podUIDs(ctx, workloads...)
 	logs := watchPods(ctx, workloads...)
+	load := startWorkloads(ctx, workloads...)
 	rebootAt := reboot(ctx, workloads...)
 	Eventually(func() int { return len(deletes(logs)) }).WithContext(ctx).WithTimeout(time.Minute).
 		WithPolling(10*time.Millisecond).Should(BeNumerically(">=", limiterBurst+limiterRate), "the burst and the first tokens are spent")
-	return logs, before, rebootAt
+	return logs, before, rebootAt, load
 }
 
 // expectHealedWithinBound waits for the heal and checks it from the
@@ -87,10 +89,11 @@ func rebootMidHeal(ctx context.Context) (map[string]*e2eutil.PodLog, map[string]
 // Pod deleted once, and for every window between two deletes, at most
 // burst + rate·T deletes (plus one token of grant-to-delete jitter), and
 // never more than burst + rate in 1 s. Every key is read back.
-func expectHealedWithinBound(ctx context.Context, logs map[string]*e2eutil.PodLog, before map[string]map[string]types.UID, rebootAt time.Time) {
+func expectHealedWithinBound(ctx context.Context, logs map[string]*e2eutil.PodLog, before map[string]map[string]types.UID, rebootAt time.Time, load lincheck.Runnings) {
 	GinkgoHelper()
 	healed := waitHealed(ctx, rebootAt, before, 3*time.Minute, workloads...)
 	AddReportEntry("heal time", durations(healed))
+	load.StopAndCheck()
 	for _, w := range workloads {
 		for name, n := range logs[w].Count(watch.Deleted) {
 			Expect(before[w]).To(HaveKey(name), "cluster %s deleted %s, not an etcd Pod of the reboot", w, name)
