@@ -94,20 +94,20 @@ func (r *Running) Stop() History {
 const AfterHealTimeout = 30 * time.Second
 
 // StopAndCheck, called once the spec has seen the cluster heal, lets the
-// clients read every key once more and write, stops them and fails the spec unless
-// the history is linearizable, with the first offending operations and
-// the path of porcupine's visualization. The verdict's summary goes to the
-// report.
+// clients read every key once more and write, stops them, and fails the
+// spec unless the history is linearizable, with the first offending
+// operations and the path of porcupine's visualization. The verdict's
+// summary goes to the report.
 func (r *Running) StopAndCheck() Result {
 	GinkgoHelper()
-	r.readEveryKeyFrom(time.Now())
+	r.waitServedSince(time.Now())
 	return r.stopAndCheck()
 }
 
-// readEveryKeyFrom waits until the clients read every key and wrote after
+// waitServedSince waits until the clients read every key and wrote after
 // healed: until then a write lost in the heal could go unseen, and the
 // longest gap between writes would not span the outage.
-func (r *Running) readEveryKeyFrom(healed time.Time) {
+func (r *Running) waitServedSince(healed time.Time) {
 	GinkgoHelper()
 	if r.stopped {
 		return
@@ -136,7 +136,7 @@ func (rs Runnings) StopAndCheck() []Result {
 	GinkgoHelper()
 	healed := time.Now()
 	for _, r := range rs {
-		r.readEveryKeyFrom(healed)
+		r.waitServedSince(healed)
 	}
 	for _, r := range rs {
 		r.Stop()
