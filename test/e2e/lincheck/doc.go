@@ -9,8 +9,9 @@
 //
 // # Usage
 //
-// In a Ginkgo spec, start the workload before the fault and check it once
-// the spec has seen the cluster heal:
+// In a Ginkgo spec, start the workload before the fault (Start returns
+// once the clients took a write) and check it once the spec has seen the
+// cluster heal:
 //
 //	load := lincheck.Start(ctx, lincheck.Target{Config: cfg, Client: c, Namespace: ns, Cluster: name})
 //	... inject the fault, wait for the heal ...

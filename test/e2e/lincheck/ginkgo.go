@@ -52,8 +52,11 @@ func Dial(ctx context.Context, t Target) (*e2eutil.Etcd, error) {
 	return e2eutil.DialEtcd(ctx, t.Config, t.Client, t.Namespace, t.Cluster, reconnect)
 }
 
-// Start starts a workload on the target; call StopAndCheck after the heal.
-// If the spec ends first (it failed), the workload is stopped unchecked.
+// Start starts a workload on the target and returns once the clients took
+// a write, so that the history begins with the cluster serving: a write
+// acknowledged before the fault and lost in it is the first thing to
+// catch. Call StopAndCheck after the heal. If the spec ends first (it
+// failed), the workload is stopped unchecked.
 func Start(ctx context.Context, t Target) *Running {
 	GinkgoHelper()
 	etcd, err := Dial(ctx, t)
@@ -64,6 +67,8 @@ func Start(ctx context.Context, t Target) *Running {
 	}
 	r := &Running{etcd: etcd, workload: Run(etcd.Client, name, t.Options)}
 	DeferCleanup(func() { r.Stop() })
+	Eventually(func() bool { return r.workload.WroteAfter(time.Time{}) }).WithTimeout(AfterHealTimeout).
+		WithPolling(20*time.Millisecond).Should(BeTrue(), "the clients of %s took no write before the fault", name)
 	return r
 }
 
