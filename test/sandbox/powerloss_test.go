@@ -84,19 +84,21 @@ var _ = Describe("a hard power loss", Ordered, func() {
 	}, SpecTimeout(2*time.Minute))
 
 	It("boots and restarts the same Pods in a new sandbox: restartCount+1, init containers again", func(ctx SpecContext) {
-		pvc.waitReady(ctx, s2)
-		mem.waitReady(ctx, s2)
-		for _, ec := range []etcdCluster{pvc, mem} {
-			old := before[ec.name]
-			p, err := s2.Clientset.CoreV1().Pods(ec.ns).Get(ctx, old.Name, metav1.GetOptions{})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(p.UID).To(Equal(old.UID))
-			cs := p.Status.ContainerStatuses[0]
-			Expect(cs.RestartCount).To(Equal(old.Status.ContainerStatuses[0].RestartCount + 1))
-			Expect(cs.LastTerminationState.Terminated).NotTo(BeNil())
-			Expect(cs.LastTerminationState.Terminated.Reason).To(Equal("Unknown"))
-			Expect(cs.LastTerminationState.Terminated.ExitCode).To(BeEquivalentTo(255))
-		}
+		// The API shows the Pods Ready all along: wait for the restart itself.
+		Eventually(func(g Gomega) {
+			for _, ec := range []etcdCluster{pvc, mem} {
+				old := before[ec.name]
+				p, err := s2.Clientset.CoreV1().Pods(ec.ns).Get(ctx, old.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(p.UID).To(Equal(old.UID))
+				cs := p.Status.ContainerStatuses[0]
+				g.Expect(cs.RestartCount).To(Equal(old.Status.ContainerStatuses[0].RestartCount+1), ec.name)
+				g.Expect(cs.LastTerminationState.Terminated).NotTo(BeNil())
+				g.Expect(cs.LastTerminationState.Terminated.Reason).To(Equal("Unknown"))
+				g.Expect(cs.LastTerminationState.Terminated.ExitCode).To(BeEquivalentTo(255))
+				g.Expect(podReady(p)).To(BeTrue(), ec.name)
+			}
+		}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 		p, err := s2.Clientset.CoreV1().Pods(pvc.ns).Get(ctx, pvc.members[0], metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		ic := p.Status.InitContainerStatuses[0]
