@@ -68,33 +68,6 @@ func newContainer(w *podWorker, spec *corev1.Container, init bool) *container {
 	return c
 }
 
-// carryOver continues the counts of a Pod the API says already ran here:
-// a kubelet booting after a power loss finds its containers gone and
-// starts them again, one restart more, the lost run reported as
-// terminated with reason Unknown and exit code 255.
-func (c *container) carryOver(st corev1.PodStatus) {
-	list := st.ContainerStatuses
-	if c.init {
-		list = st.InitContainerStatuses
-	}
-	for _, old := range list {
-		if old.Name != c.spec.Name {
-			continue
-		}
-		c.restarts = old.RestartCount
-		c.lastTerm = old.LastTerminationState.Terminated.DeepCopy()
-		switch {
-		case old.State.Running != nil:
-			c.restarts++
-			c.lastTerm = &corev1.ContainerStateTerminated{ExitCode: 255, Reason: "Unknown",
-				StartedAt: old.State.Running.StartedAt, FinishedAt: metav1.Now(), ContainerID: old.ContainerID}
-		case old.State.Terminated != nil:
-			c.restarts++
-			c.lastTerm = old.State.Terminated.DeepCopy()
-		}
-	}
-}
-
 // isEtcdImage reports whether image names etcd (quay.io/coreos/etcd:v3.6.0,
 // registry.k8s.io/etcd:3.5.16-0, ...).
 func isEtcdImage(image string) bool {
@@ -315,73 +288,6 @@ func (c *container) exited(gen int) bool {
 	c.ready = c.init && code == 0 // the kubelet reports completed init containers ready
 	return true
 }
-
-// terminated describes the run that just ended, with its termination
-// message as the kubelet reads it: the file at terminationMessagePath
-// (at most 4096 bytes), or with FallbackToLogsOnError and an empty file
-// after a failure, the tail of this run's log. Called with c.mu held.
-func (c *container) terminated(code int32) *corev1.ContainerStateTerminated {
-	reason := "Completed"
-	if code != 0 {
-		reason = "Error"
-	}
-	return &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: c.terminationMessage(code),
-		StartedAt: c.startedAt, FinishedAt: metav1.Now(), ContainerID: c.containerID()}
-}
-
-const maxTerminationMessage = 4096
-
-func (c *container) terminationMessage(code int32) string {
-	b, _ := os.ReadFile(c.termFile)
-	if len(b) == 0 && code != 0 && c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
-		if log, err := os.ReadFile(c.logPath()); err == nil && int64(len(log)) >= c.logOffset {
-			b = log[c.logOffset:]
-			if len(b) > 2048 { // the kubelet's fallback reads at most 2048 bytes
-				b = b[len(b)-2048:]
-			}
-		}
-	}
-	if len(b) > maxTerminationMessage {
-		b = b[:maxTerminationMessage]
-	}
-	return string(b)
-}
-
-// completeWithoutProcess finishes an init container that has nothing to
-// run (an image the sandbox does not execute) as if it exited 0 at once.
-func (c *container) completeWithoutProcess() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	c.waiting = nil
-	c.startedAt = metav1.Now()
-	c.lastTerm = &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: c.startedAt, FinishedAt: c.startedAt}
-	c.done, c.ready = true, true
-}
-
-// initState tells where an init container stands.
-func (c *container) initState() initState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.done && c.lastTerm != nil && c.lastTerm.ExitCode == 0:
-		return initCompleted
-	case c.done:
-		return initFailed
-	case c.gen == 0:
-		return initNotStarted
-	}
-	return initRunning // or backing off before a retry
-}
-
-type initState int
-
-const (
-	initNotStarted initState = iota
-	initRunning
-	initCompleted
-	initFailed
-)
 
 func (c *container) containerID() string {
 	if c.proc == nil {
