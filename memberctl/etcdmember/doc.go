@@ -32,10 +32,22 @@
 //     that recreates it at once, on the same PVC, and etcd resumes with the
 //     same member ID because the data directory is intact.
 //
-// Memory-backed members instead go through pod-loss replacement: the Pod UID
-// recorded before the delete no longer matches, so the EtcdMember is
-// deleted and the cluster reconciler adds a new member with a new ID. A
-// tmpfs member is never revived empty under its old ID.
+// # Memory-backed members
+//
+// Invariant: a member never runs under its old member ID on a wiped data
+// dir. Two paths keep it:
+//
+//   - the Pod is gone or replaced (graceful shutdown, eviction): the Pod
+//     UID recorded before no longer matches, so the EtcdMember is deleted
+//     and the cluster reconciler adds a new member with a new ID;
+//   - the same Pod restarts after a hard power loss on an empty tmpfs: its
+//     data-dir guard init container (package datadirguard) refuses to start
+//     etcd and reports DataDirLost, which is handled as pod loss: the
+//     member is deleted while quorum holds without it; without quorum it
+//     says Ready=False/QuorumLost and stays, and the guard keeps etcd down.
+//
+// The guard, not restartPolicy Never, is the defence: kubelets have
+// restarted Never Pods after a reboot.
 //
 // A crash-looping member is replaced only if quorum holds without it,
 // computed at decision time from live membership and endpoint health.
