@@ -75,7 +75,14 @@ func (l *clusterLedger) heldBy() string {
 	return ""
 }
 
+// commit first marks the member not Ready (so the cluster controller does
+// not release the lease while the member still stands), then records the
+// replacement and claims the lease in one EtcdCluster status update.
 func (l *clusterLedger) commit(ctx context.Context, st *v1alpha1.ReplacementStatus, j job) error {
+	l.s.setReady(false, v1alpha1.ReasonPodReplacing, j.died+"; replacing it")
+	if err := l.s.writeStatus(ctx); err != nil {
+		return err
+	}
 	l.ec.Status.Replacement = st
 	if lease := l.ec.Status.Replacing; lease == nil || lease.PodUID != j.podUID {
 		l.ec.Status.Replacing = &v1alpha1.ReplacementLease{Member: l.s.m.Name, MemberUID: l.s.m.UID,
