@@ -15,21 +15,28 @@ import (
 )
 
 // settleReplacement keeps the cluster's side of member replacements (see
-// status.replacing and status.replacement): it releases the lease once
-// the cluster is whole again, and lifts the backoff and cap of crash-loop
-// and pod-loss replacements after every member was Ready for the policy's
-// healthy period. It returns when to look again for a pending reset.
+// status.replacing and status.replacement): it releases the lease once the
+// removal it covers has taken effect, and lifts the backoff and cap of
+// crash-loop and pod-loss replacements after every member was Ready for
+// the policy's healthy period. It returns when to look again for a
+// pending reset.
+//
+// The lease is not held until a successor is Ready: this controller adds
+// a successor only once every member is Ready, so with two members crash
+// looping the second could never be replaced. Once the first is gone from
+// the API its finalizer has removed it from etcd, so the next member's
+// quorum check, made on live membership, counts without it.
 func (p *pass) settleReplacement(ctx context.Context, policy replacement.Policy) (ctrl.Result, error) {
 	st := &p.ec.Status
 	whole := p.complete()
-	if lease := st.Replacing; lease != nil && whole {
+	if lease := st.Replacing; lease != nil {
 		done, err := p.leaseDone(ctx, lease)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if done {
 			st.Replacing = nil
-			p.event(corev1.EventTypeNormal, "ReplacementComplete", "every member is Ready again after the replacement of member %s", lease.Member)
+			p.event(corev1.EventTypeNormal, "MemberRemovalDone", "member %s was removed (or is back and Ready); another member may be replaced", lease.Member)
 		}
 	}
 	rec, left := policy.ObserveReady(p.now, st.Replacement, whole && st.Replacing == nil)
@@ -42,9 +49,11 @@ func (p *pass) settleReplacement(ctx context.Context, policy replacement.Policy)
 }
 
 // leaseDone reports whether the leased removal is over: the member is gone
-// (read live: the cache may not have seen the delete yet), or it is back,
-// Ready and not being deleted (the removal was abandoned). The member
-// controller marks a member it is about to remove not Ready first.
+// (read live: the cache may not have seen the delete yet; gone means its
+// finalizer removed it from etcd), or it is back, Ready and not being
+// deleted (the removal was abandoned). The member controller marks a member
+// not Ready before it takes the lease, so a stale Ready is not mistaken for
+// that.
 func (p *pass) leaseDone(ctx context.Context, lease *v1alpha1.ReplacementLease) (bool, error) {
 	m := &v1alpha1.EtcdMember{}
 	err := p.cl.Reader.Get(ctx, types.NamespacedName{Namespace: p.ec.Namespace, Name: lease.Member}, m)

@@ -28,7 +28,7 @@ var _ = Describe("member replacement bookkeeping", func() {
 		Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
 	}
 
-	It("keeps the lease until the replaced member is gone and its successor is Ready", func() {
+	It("keeps the lease until the removed member is gone", func() {
 		ec := h.newCluster(3)
 		h.converge(ec, 3)
 		victim := h.members()[0]
@@ -49,11 +49,20 @@ var _ = Describe("member replacement bookkeeping", func() {
 		controllerutil.RemoveFinalizer(m, v1alpha1.FinalizerMemberCleanup)
 		Expect(k8sClient.Update(ctx, m)).To(Succeed())
 		h.reconcile(ec)
-		Expect(h.get(ec).Status.Replacing).NotTo(BeNil(), "the successor is not Ready yet")
+		Expect(h.get(ec).Status.Replacing).To(BeNil(), "gone from the API means gone from etcd")
+		Expect(h.events.All()).To(ContainElement(ContainSubstring("MemberRemovalDone")))
+	})
 
+	It("releases the lease of a removal abandoned because the member came back Ready", func() {
+		ec := h.newCluster(3)
 		h.converge(ec, 3)
+		victim := h.members()[0]
+		updateStatus(ec, func(st *v1alpha1.EtcdClusterStatus) {
+			st.Replacing = &v1alpha1.ReplacementLease{Member: victim.Name, MemberUID: victim.UID,
+				Action: "CrashLoopReplace", Since: metav1.NewTime(h.now)}
+		})
+		h.reconcile(ec)
 		Expect(h.get(ec).Status.Replacing).To(BeNil())
-		Expect(h.events.All()).To(ContainElement(ContainSubstring("ReplacementComplete")))
 	})
 
 	It("lifts the cluster-wide cap once every member was Ready for the healthy period", func() {
