@@ -105,7 +105,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		Consistently(func() int32 {
 			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &ec)).To(Succeed())
 			return ec.Status.Replacement.Total
-		}).WithTimeout(10 * time.Second).Should(Equal(total), "no replacement while exhausted")
+		}).WithTimeout(10*time.Second).Should(Equal(total), "no replacement while exhausted")
 		expectKeys(ctx, ns, name) // the two original members still hold quorum
 
 		By("healing with replace-now once admission works again")
