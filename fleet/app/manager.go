@@ -73,7 +73,8 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 	}
 	f := &Fleet{}
 	grants := make(chan event.TypedGenericEvent[gate.Request], 1024)
-	f.Limiter = limiter.New(limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst,
+	// StartEmpty: a new leader must not spend a second burst (limiter doc).
+	f.Limiter = limiter.New(limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true,
 		OnGrant: func(r gate.Request) {
 			select { // never block the limiter: the requeue-after is the fallback
 			case grants <- event.TypedGenericEvent[gate.Request]{Object: r}:
