@@ -120,7 +120,7 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
 		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name },
 	})
-	if err := local.Add(f.Dashboard); err != nil {
+	if err := f.Dashboard.SetupWithManager(local); err != nil {
 		return nil, err
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
@@ -220,11 +220,21 @@ func (f *Fleet) Clusters() []dashboard.ClusterInfo {
 	states := f.Provider.States()
 	out := make([]dashboard.ClusterInfo, 0, len(states))
 	for _, s := range states {
-		out = append(out, dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
-			Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
-			LastProbeTime: s.LastProbeTime, Paused: s.Paused})
+		out = append(out, clusterInfo(s))
 	}
 	return out
+}
+
+// Cluster implements dashboard.Source.
+func (f *Fleet) Cluster(name string) (dashboard.ClusterInfo, bool) {
+	s, ok := f.Provider.State(name)
+	return clusterInfo(s), ok
+}
+
+func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
+	return dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
+		Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
+		LastProbeTime: s.LastProbeTime, Paused: s.Paused}
 }
 
 // EtcdObjects implements dashboard.Source, from the cluster's cache.

@@ -143,8 +143,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 // members cannot be listed, the one case with nothing truthful to report.
 func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	var errs []error
-	if err := service.Sync(ctx, p.cl.Client, p.ec); err != nil {
-		errs = append(errs, fmt.Errorf("services: %w", err))
+	for _, svc := range service.Operators(p.cl.Client) {
+		if _, err := svc.Sync(ctx, p.ec); err != nil {
+			errs = append(errs, fmt.Errorf("services: %w", err))
+		}
 	}
 	if err := p.listMembers(ctx); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
@@ -170,7 +172,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 		errs = append(errs, err)
 	}
 	errs = append(errs, p.syncVoters(ctx))
-	if err := pdb.Sync(ctx, p.cl.Client, p.ec, p.voterCount()); err != nil {
+	if _, err := pdb.New(p.cl.Client, p.voterCount()).Sync(ctx, p.ec); err != nil {
 		// The budget only guards voluntary disruptions; never block on it.
 		log.FromContext(ctx).Error(err, "PodDisruptionBudget not synced")
 	}

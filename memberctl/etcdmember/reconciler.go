@@ -147,7 +147,7 @@ func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
 	}
 	opts := s.r.Options.Pod
 	opts.ClusterFormed = ec != nil && ec.Status.ClusterID != ""
-	p, err := pod.Sync(ctx, s.cl.Client, s.m, opts)
+	p, err := pod.New(s.cl.Client, opts).Sync(ctx, s.m)
 	if err != nil {
 		s.setReady(false, v1alpha1.ReasonWaitingForPod, "cannot create the Pod: "+err.Error())
 		return ctrl.Result{}, firstErr(err, s.writeStatus(ctx))

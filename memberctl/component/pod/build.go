@@ -38,11 +38,6 @@ type BuildOptions struct {
 	// ImageRepository of etcd; the tag is v<spec.version>. Default
 	// DefaultImageRepository.
 	ImageRepository string
-	// ClusterDomain is the cluster's DNS domain. It is not used in the
-	// URLs etcd advertises: they are naming's <m>.<cluster>.<ns>.svc, which
-	// resolves through the Pod's search path in any cluster domain and is
-	// what the serving certificates and etcdaccess name.
-	ClusterDomain string
 	// ClusterFormed is true once the parent EtcdCluster has a clusterID.
 	ClusterFormed bool
 }
