@@ -1,56 +1,29 @@
 package etcdmember
 
 import (
-	"context"
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
-	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 )
 
-// replaceWipedMemoryMember handles a memory member whose data-dir guard
-// refused to start etcd: its Pod is the same (a power loss restarts it in
-// place) but its tmpfs came back empty, so the member is lost. It is
-// removed, for a new member with a new ID, only while quorum holds
-// without it; otherwise it says so and waits, and the guard keeps the old
-// member from ever running again.
-func (s *run) replaceWipedMemoryMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
-	_, guardMsg := datadirguard.DataDirLost(p)
-	base := fmt.Sprintf("Pod %s restarted on an empty memory-backed data dir (%s)", p.Name, guardMsg)
-	ok, why, err := s.quorumHoldsWithout(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
+// dataDirWiped: the Pod is the one the member ran in, restarted in place
+// after a hard power loss, and its data-dir guard refused to start etcd
+// because the tmpfs came back empty. The member's data is gone as surely
+// as if its Pod were: it goes through the same pod-loss replacement (live
+// read, quorum check, cap, lease, gate), and until then the guard keeps it
+// from ever running again under its old ID.
+var dataDirWiped = podLoss{reason: "DataDirLost", confirmed: func(live *corev1.Pod, recorded types.UID) (bool, string) {
+	if live == nil || live.UID != recorded {
+		return podGone.confirmed(live, recorded)
 	}
-	if !ok {
-		s.setReady(false, v1alpha1.ReasonQuorumLost, base+"; not replacing it, quorum does not hold without it ("+why+
-			"); it will not run again under its old ID")
-		return s.writeAndRequeue(ctx, 10*s.r.Options.PausedRetry)
+	if lost, msg := datadirguard.DataDirLost(live); lost {
+		return true, "restarted on an empty memory-backed data dir (" + msg + ")"
 	}
-	if s.cl.IsPaused() {
-		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; replacement paused for this cluster")
-		return s.writeAndRequeue(ctx, s.r.Options.PausedRetry)
-	}
-	d := s.cl.Gate.Reserve(ctx, s.gateRequest(gate.PodLossReplace, false))
-	if d.Delay > 0 {
-		throttled.WithLabelValues(s.cl.Name).Inc()
-		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; waiting for the shared replacement rate limiter")
-		return s.writeAndRequeue(ctx, d.Delay)
-	}
-	if err := s.cl.Client.Delete(ctx, s.m, client.Preconditions{UID: &s.m.UID}); client.IgnoreNotFound(err) != nil {
-		d.Cancel()
-		return ctrl.Result{}, err
-	}
-	replacements.WithLabelValues(s.cl.Name, string(gate.PodLossReplace), "DataDirLost").Inc()
-	s.warn("MemoryMemberLost", "%s and quorum holds without it (%s); removing member %s so that a new member with a new ID replaces it",
-		base, why, s.m.Name)
-	return ctrl.Result{}, nil
-}
+	return false, "runs again: its data-dir guard no longer reports the data dir lost"
+}}
 
+// dataDirLost reads the cached Pod's guard status; the flow confirms it live.
 func dataDirLost(p *corev1.Pod) bool {
 	lost, _ := datadirguard.DataDirLost(p)
 	return lost

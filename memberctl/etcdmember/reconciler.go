@@ -105,9 +105,9 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	switch {
 	case isMemory(m) && m.Status.PodUID != "" && (p == nil || p.UID != m.Status.PodUID):
-		return s.replaceLostMemoryMember(ctx, p)
+		return s.replaceLostMemoryMember(ctx, podGone)
 	case isMemory(m) && p != nil && p.DeletionTimestamp == nil && dataDirLost(p):
-		return s.replaceWipedMemoryMember(ctx, p)
+		return s.replaceLostMemoryMember(ctx, dataDirWiped)
 	case p != nil && pod.IsTerminal(p) && p.DeletionTimestamp == nil:
 		return s.replaceTerminalPod(ctx, p)
 	case p == nil:

@@ -59,6 +59,9 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some member is unhealthy or quorum is lost.
 	ConditionDegraded = "Degraded"
+	// ConditionReplacementsExhausted (also an EtcdMember condition) is True
+	// on an EtcdCluster while the cap of its crash-loop and pod-loss
+	// replacements is reached and no member of it is replaced that way.
 )
 
 // EtcdMember condition types.
