@@ -123,6 +123,7 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// version of etcd, e.g. "3.6.5".
@@ -297,6 +298,7 @@ type ReplacementLease struct {
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 56 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 56 characters, so that the member Pods (<name>-xxxxx) and the client Service (<name>-client) get valid names"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
