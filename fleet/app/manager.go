@@ -130,7 +130,7 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		return nil, err
 	}
 	mr := &etcdmember.Reconciler{Clusters: f.registry, Options: memberOptions(c)}
-	cr := &etcdcluster.Reconciler{Clusters: f.registry}
+	cr := &etcdcluster.Reconciler{Clusters: f.registry, Policy: mr.Options.Policy}
 	if err := setupControllers(mgr, f.registry, mr, cr, c.Workers, grants, f.Dashboard.Notify); err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ func (w *Writer) syncCluster(ctx context.Context, key string, now time.Time) rec
 		// orphan now.
 		if _, known := w.latest[key]; known {
 			delete(w.latest, key)
+			forgetCluster(key)
 			w.enqueue(fleetRequest)
 		}
 		w.enqueue(orphansRequest)
@@ -107,6 +108,7 @@ func (w *Writer) clusterInput(ctx context.Context, info ClusterInfo, key string)
 func (w *Writer) remember(key string, st fleetv1.FleetClusterStatus) {
 	if prev := w.latest[key]; prev == nil || !semanticEqual(prev, &st) {
 		w.latest[key] = &st
+		publishCluster(key, &st)
 		w.enqueue(fleetRequest)
 	}
 }

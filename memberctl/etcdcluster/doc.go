@@ -68,10 +68,17 @@
 // learner catching up, a fresh cluster reporting itself unhealthy, a
 // finalizer's MemberRemove).
 //
+// Member replacements: the member reconciler records crash-loop and
+// pod-loss replacements in status.replacement and takes status.replacing
+// (the lease) before it removes a member. Each pass releases the lease once
+// that member is gone from the API or back and Ready, and lifts the
+// cluster-wide backoff and cap after every member was Ready for the
+// policy's HealthyReset (ReplacementsExhausted=False, CapReset).
+//
 // Events: MemberCreated, MemberAdded, MemberPromoted, ScalingUp,
 // ScalingDown, MemberDormant, MemberResumed, ClusterIDLatched,
 // DeadlineExceeded, BootstrapFailed, ClusterUnreachable, AddLearnerFailed,
-// PromoteFailed.
+// PromoteFailed, MemberRemovalDone.
 //
 // # Trade-offs
 //

@@ -121,14 +121,6 @@ func firstLabel(raw string) string {
 	return strings.SplitN(u.Hostname(), ".", 2)[0]
 }
 
-// quorum is the majority of n voters.
-func quorum(n int32) int32 {
-	if n <= 0 {
-		return 0
-	}
-	return n/2 + 1
-}
-
 // removalKeepsQuorum reports whether removing one member leaves a ready
 // majority among the voters left. Removing a learner never changes quorum.
 func removalKeepsQuorum(voters, readyVoters int32, victimVotes, victimReady bool) bool {
@@ -139,5 +131,5 @@ func removalKeepsQuorum(voters, readyVoters int32, victimVotes, victimReady bool
 	if victimReady {
 		readyLeft--
 	}
-	return left > 0 && readyLeft >= quorum(left)
+	return left > 0 && etcd.HasQuorum(int(readyLeft), int(left))
 }

@@ -21,16 +21,6 @@ import (
 
 // Pure decision logic, table-driven; no apiserver involved.
 
-var _ = DescribeTable("quorum",
-	func(n, want int32) { Expect(quorum(n)).To(Equal(want)) },
-	Entry("0 voters", int32(0), int32(0)),
-	Entry("1", int32(1), int32(1)),
-	Entry("2", int32(2), int32(2)),
-	Entry("3", int32(3), int32(2)),
-	Entry("4", int32(4), int32(3)),
-	Entry("5", int32(5), int32(3)),
-)
-
 var _ = DescribeTable("removalKeepsQuorum",
 	func(voters, ready int32, victimVotes, victimReady, want bool) {
 		Expect(removalKeepsQuorum(voters, ready, victimVotes, victimReady)).To(Equal(want))

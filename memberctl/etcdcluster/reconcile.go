@@ -20,6 +20,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pdb"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/service"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
@@ -47,6 +48,10 @@ type Reconciler struct {
 	Clusters workload.Source
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Policy is the member replacement policy; its HealthyReset lifts the
+	// cluster-wide crash-loop and pod-loss backoff and cap. The zero value
+	// means replacement.DefaultPolicy().
+	Policy replacement.Policy
 }
 
 // SetupWithManager runs r for the single cluster of mgr: EtcdClusters and
@@ -64,6 +69,13 @@ func SetupWithManager(mgr ctrl.Manager, r *Reconciler, opts controller.Options) 
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return r.Reconcile(ctx, "", req.NamespacedName)
 		}))
+}
+
+func (r *Reconciler) policy() replacement.Policy {
+	if r.Policy.Cap == 0 {
+		return replacement.DefaultPolicy()
+	}
+	return r.Policy
 }
 
 // pass is the state of one reconcile of one EtcdCluster.
@@ -116,7 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	res, err := p.run(ctx)
 	if p.members != nil {
 		p.buildStatus()
-		err = errors.Join(err, p.writeStatus(ctx))
+		settled, serr := p.settleReplacement(ctx, r.policy())
+		res = shortest(res, settled)
+		err = errors.Join(err, serr, p.writeStatus(ctx))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -129,8 +143,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 // members cannot be listed, the one case with nothing truthful to report.
 func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	var errs []error
-	if err := service.Sync(ctx, p.cl.Client, p.ec); err != nil {
-		errs = append(errs, fmt.Errorf("services: %w", err))
+	for _, svc := range service.Operators(p.cl.Client) {
+		if _, err := svc.Sync(ctx, p.ec); err != nil {
+			errs = append(errs, fmt.Errorf("services: %w", err))
+		}
 	}
 	if err := p.listMembers(ctx); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, err)...)
@@ -156,7 +172,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 		errs = append(errs, err)
 	}
 	errs = append(errs, p.syncVoters(ctx))
-	if err := pdb.Sync(ctx, p.cl.Client, p.ec, p.voterCount()); err != nil {
+	if _, err := pdb.New(p.cl.Client, p.voterCount()).Sync(ctx, p.ec); err != nil {
 		// The budget only guards voluntary disruptions; never block on it.
 		log.FromContext(ctx).Error(err, "PodDisruptionBudget not synced")
 	}

@@ -58,11 +58,10 @@ func availability(h health) (available, degraded verdict) {
 		return verdict{f, v1alpha1.ReasonWaitingForSeed, "waiting for the seed member to form the cluster"}, d
 	}
 	base := max(h.desired, h.voters)
-	q := quorum(base)
-	counts := fmt.Sprintf("%d of %d voters ready, quorum is %d", h.readyVoters, base, q)
+	counts := fmt.Sprintf("%d of %d voters ready, quorum is %d", h.readyVoters, base, etcd.Majority(int(base)))
 	var a, d verdict
 	switch {
-	case h.readyVoters < q:
+	case !etcd.HasQuorum(int(h.readyVoters), int(base)):
 		a = verdict{f, v1alpha1.ReasonQuorumLost, counts}
 		d = verdict{t, v1alpha1.ReasonQuorumLost, counts}
 	case h.probed && !h.reachable:

@@ -1,5 +1,6 @@
 // Package etcdmember is the EtcdMember reconciler: it keeps one etcd member's
-// PVC and bare Pod, and replaces the Pod when the kubelet will not.
+// PVC and bare Pod, and replaces the Pod, or the whole member, when the
+// kubelet will not bring it back.
 //
 // # Setup
 //
@@ -18,31 +19,96 @@
 //
 // # Implementation details
 //
-// Terminal Pods (phase Succeeded or Failed, owned, not being deleted) are
-// what a graceful node shutdown leaves behind, and the kubelet never
-// restarts them. The reconciler:
+// There are three kinds of replacement, and one flow (replace, in
+// flow.go) carries all of them out:
 //
-//  1. asks the replacement policy (backoff; cap for causes other than node
-//     shutdown) and the shared gate, requeueing after their delay and never
-//     blocking a worker;
-//  2. writes Ready=False/PodReplacing, the observed Pod UID and the
-//     replacement record in ONE status write; if it fails, the Pod stays
-//     and the reconcile retries;
-//  3. deletes the Pod, UID-guarded. Its deletion event brings the reconcile
-//     that recreates it at once, on the same PVC, and etcd resumes with the
-//     same member ID because the data directory is intact.
+//   - terminal Pod: a Pod left Succeeded or Failed (what a graceful node
+//     shutdown leaves) is deleted and recreated on the same PVC; etcd
+//     resumes under the same member ID because its data directory is intact;
+//   - crash loop: a member whose etcd keeps crashing is deleted, and the
+//     cluster reconciler adds a new member with a new ID;
+//   - pod loss: a memory-backed member whose Pod is gone (or was replaced by
+//     another UID) lost its data with its tmpfs, so it too is deleted and
+//     replaced by a new member. A tmpfs member is never revived empty under
+//     its old ID by this path. Every pod-loss trigger calls
+//     replaceLostMemoryMember with its own podLoss (a reason, and how a live
+//     read of the Pod confirms it).
 //
-// Memory-backed members instead go through pod-loss replacement: the Pod UID
-// recorded before the delete no longer matches, so the EtcdMember is
-// deleted and the cluster reconciler adds a new member with a new ID. A
-// tmpfs member is never revived empty under its old ID.
+// The flow, the same for every kind: paused? → counted already? → policy
+// (cap, backoff) → one removal per etcd cluster → safety check → shared gate
+// (the wait counts in etcdfleet_member_replacements_throttled_total) →
+// record → UID-guarded delete → metric and Event. Every wait is a requeue
+// with its reason in the Ready condition; no worker blocks.
 //
-// A crash-looping member is replaced only if quorum holds without it,
-// computed at decision time from live membership and endpoint health.
+// # Memory-backed members
+//
+// Invariant: a member never runs under its old member ID on a wiped data
+// dir. Two paths keep it:
+//
+//   - the Pod is gone or replaced (graceful shutdown, eviction): the Pod
+//     UID recorded before no longer matches, so the EtcdMember is deleted
+//     and the cluster reconciler adds a new member with a new ID;
+//   - the same Pod restarts after a hard power loss on an empty tmpfs: its
+//     data-dir guard init container (package datadirguard) refuses to start
+//     etcd and reports DataDirLost, which is one more pod-loss trigger
+//     (dataDirWiped) through the same flow: the member is deleted while
+//     quorum holds without it; when no member answers it waits, and the
+//     guard keeps etcd down, so nothing is revived.
+//
+// The guard, not restartPolicy Never, is the defence: kubelets have
+// restarted Never Pods after a reboot.
+//
+// How each guarantee is kept:
+//
+//   - Counted once. The record (replacement.lastPodUID = the Pod being
+//     replaced) is written before the delete, in one status update with the
+//     resourceVersion read. If it fails, nothing was deleted and the next
+//     reconcile starts over (the token is given back). If the delete fails
+//     after it, or the manager restarts in between, the next reconcile finds
+//     lastPodUID equal to the Pod being replaced and only retries the
+//     delete: no Decide, no second token, no second count, one Event.
+//   - No removal on a guess. A pod-loss removal first reads the Pod from the
+//     apiserver (Cluster.Reader): the cache is filtered on a label a user can
+//     change, so a Pod missing from it may still run. It then reads live
+//     membership (MemberList through the other members) and health (each
+//     voter's own Status answer) and removes the member only if the other
+//     voters are a majority (etcd.HasQuorum), or if quorum is already lost
+//     (removing a member that cannot come back then costs nothing); it
+//     waits when it would cost quorum or when no member answers at all,
+//     which may be our network rather than etcd. The gate is told the real
+//     quorum state. A crash-looping member is replaced only while the other
+//     voters hold quorum by the same live reading.
+//   - One removal per etcd cluster. Crash-loop and pod-loss replacements
+//     take a lease, EtcdCluster status.replacing, in the same status update
+//     as their record, with the resourceVersion read: of two workers (in one
+//     manager or in two) one gets a conflict and, on its retry, sees the
+//     lease held and waits. The cluster reconciler releases the lease when
+//     the member is gone from the API (its finalizer removed it from etcd,
+//     so the next quorum check counts without it) or is back and Ready. The
+//     member is marked not Ready before the lease is taken, so a stale Ready
+//     does not release it. Terminal-Pod replacement takes no lease: after a
+//     whole-cluster reboot every member is terminal and all must come back.
+//   - Capped and backed off. Terminal-Pod replacements are counted in the
+//     member's status.replacement. Crash-loop and pod-loss replacements make
+//     a new member each time, whose own status starts empty, so they are
+//     counted in the EtcdCluster's status.replacement instead; at the cap
+//     the EtcdCluster gets ReplacementsExhausted=True and one Warning Event,
+//     and the cluster reconciler lifts the cap once every member was Ready
+//     for the policy's healthy period. The replace-now annotation on the
+//     member bypasses either cap once per value.
 //
 // # Trade-offs
 //
-// Terminal-Pod replacement is not quorum-gated: after a whole-cluster
-// reboot every member is terminal, and all must come back. Deleting a
-// terminal Pod loses nothing (its PVC stays), so the gate only paces.
+// Terminal-Pod replacement is not quorum-gated: deleting a terminal Pod
+// loses nothing (its PVC stays), so the gate only paces.
+//
+// The lease is released when the removal took effect, not when a successor
+// is Ready: the cluster reconciler adds a successor only once every member
+// is Ready, so waiting for it would leave a second crash-looping member
+// unreplaced forever. Two members can therefore be out at once, but only
+// when the live quorum check made after the first removal allows it.
+//
+// The cluster-wide count means a crash loop of one member and a pod loss
+// of another share one cap and one backoff. That is deliberate: both cost a
+// membership change of the same etcd cluster.
 package etcdmember

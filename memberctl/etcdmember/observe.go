@@ -23,7 +23,7 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	if !isMemory(m) {
 		m.Status.PVCName = etcd.PVCName(m.Name)
 	}
-	if _, err := pod.Sync(ctx, s.cl.Client, m, s.r.Options.Pod); err != nil { // keeps the role label in step with isVoter
+	if _, err := pod.New(s.cl.Client, s.r.Options.Pod).Sync(ctx, m); err != nil { // keeps the role label in step with isVoter
 		return ctrl.Result{}, err
 	}
 	result := ctrl.Result{RequeueAfter: s.r.Options.Resync}

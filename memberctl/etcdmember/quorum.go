@@ -4,20 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
-	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 )
 
-// quorumLost reports, from the cached members, whether fewer than a
+// quorumLostCached reports, from the cached members, whether fewer than a
 // majority of the etcd cluster's voters are Ready. It only orders the
-// shared gate's queue, so a cached view is good enough here.
-func (s *run) quorumLost(ctx context.Context) (bool, error) {
+// shared gate's queue for terminal Pods, so a cached view is good enough.
+func (s *run) quorumLostCached(ctx context.Context) (bool, error) {
 	members, err := etcd.Members(ctx, s.cl.Client, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
 		return false, err
@@ -32,86 +28,97 @@ func (s *run) quorumLost(ctx context.Context) (bool, error) {
 			ready++
 		}
 	}
-	return ready < voters/2+1, nil
+	return !etcd.HasQuorum(ready, voters), nil
 }
 
-// quorumHoldsWithout reports whether the etcd cluster keeps quorum if this
-// member goes, from live membership and endpoint health at decision time —
-// not from a cached ready count, which can lag and make a destructive
-// decision on stale data.
-func (s *run) quorumHoldsWithout(ctx context.Context) (bool, string, error) {
+// quorumView is the etcd cluster's quorum as seen live at decision time:
+// membership from MemberList and health from each voter's own Status
+// answer, never from a cached ready count, which can lag.
+type quorumView struct {
+	voters        int
+	healthyOthers int  // voters other than this member that answer
+	selfHealthy   bool // this member answers, as a voter
+	// listed: MemberList answered. When it did not (etcd 3.5+ serves it
+	// only with a leader), voters come from the members' status.isVoter.
+	listed bool
+}
+
+// holdsWithout: the voters other than this member are a majority, so
+// removing it (a raft proposal) can commit and leaves quorum intact.
+func (q quorumView) holdsWithout() bool {
+	return q.voters > 0 && etcd.HasQuorum(q.healthyOthers, q.voters)
+}
+
+// lost: even with this member the healthy voters are no majority.
+func (q quorumView) lost() bool {
+	healthy := q.healthyOthers
+	if q.selfHealthy {
+		healthy++
+	}
+	return q.voters > 0 && !etcd.HasQuorum(healthy, q.voters)
+}
+
+// answered: some voter answered, so etcd is reachable from here and the
+// view is not a network failure of ours.
+func (q quorumView) answered() bool { return q.healthyOthers > 0 || q.selfHealthy }
+
+func (q quorumView) String() string {
+	return fmt.Sprintf("%d of %d voters healthy without it, %d needed", q.healthyOthers, q.voters, etcd.Majority(q.voters))
+}
+
+// liveQuorum reads the members from the apiserver and etcd's membership
+// and health through the other members.
+func (s *run) liveQuorum(ctx context.Context) (quorumView, error) {
 	members, err := etcd.Members(ctx, s.cl.Reader, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
-		return false, "", err
+		return quorumView{}, err
 	}
 	others := etcd.Select(members, s.m.Name)
 	if len(others) == 0 {
-		return false, "no other member to hold quorum", nil
+		return quorumView{}, nil // nobody else to hold quorum or to ask
 	}
 	t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, others)
 	if err != nil {
-		return false, "", err
+		return quorumView{}, err
 	}
-	_, list, err := s.cl.Etcd.MemberList(ctx, t)
-	if err != nil {
-		return false, "etcd membership unreadable: " + err.Error(), nil
+	var q quorumView
+	var voters []*v1alpha1.EtcdMember // nil entries: voters with no EtcdMember
+	if _, list, err := s.cl.Etcd.MemberList(ctx, t); err == nil {
+		q.listed = true
+		for _, e := range list {
+			if !e.IsLearner {
+				voters = append(voters, byEtcdMember(members, e))
+			}
+		}
+	} else {
+		for i := range members {
+			if members[i].Status.IsVoter && members[i].DeletionTimestamp == nil {
+				voters = append(voters, &members[i])
+			}
+		}
 	}
-	voters, healthy := 0, 0
-	byName := map[string]*v1alpha1.EtcdMember{}
+	q.voters = len(voters)
+	for _, v := range voters {
+		if v == nil {
+			continue
+		}
+		if _, err := s.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(v)); err != nil {
+			continue
+		}
+		if v.Name == s.m.Name {
+			q.selfHealthy = true
+		} else {
+			q.healthyOthers++
+		}
+	}
+	return q, nil
+}
+
+func byEtcdMember(members []v1alpha1.EtcdMember, e etcd.Member) *v1alpha1.EtcdMember {
 	for i := range members {
-		byName[members[i].Name] = &members[i]
-	}
-	for _, em := range list {
-		if em.IsLearner {
-			continue
-		}
-		voters++
-		other := byName[em.Name]
-		if other == nil || other.Name == s.m.Name {
-			continue
-		}
-		if _, err := s.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(other)); err == nil {
-			healthy++
+		if _, ok := etcd.FindMember([]etcd.Member{e}, members[i].Name, etcd.MemberPeerURL(&members[i])); ok {
+			return &members[i]
 		}
 	}
-	need := voters/2 + 1
-	return healthy >= need, fmt.Sprintf("%d of %d voters healthy without it, %d needed", healthy, voters, need), nil
-}
-
-// replaceCrashLooping deletes a member whose etcd keeps crashing, when
-// quorum holds without it; the cluster reconciler then adds a new member.
-func (s *run) replaceCrashLooping(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
-	base := fmt.Sprintf("etcd in Pod %s keeps crashing (%d restarts)", p.Name, restarts(p))
-	ok, why, err := s.quorumHoldsWithout(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !ok {
-		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; not replacing it: "+why)
-		return s.writeAndRequeue(ctx, 10*s.r.Options.PausedRetry)
-	}
-	if s.cl.IsPaused() {
-		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; replacement paused for this cluster")
-		return s.writeAndRequeue(ctx, s.r.Options.PausedRetry)
-	}
-	d := s.cl.Gate.Reserve(ctx, s.gateRequest(gate.CrashLoopReplace, false))
-	if d.Delay > 0 {
-		s.setReady(false, v1alpha1.ReasonPodNotReady, base+"; waiting for the shared replacement rate limiter")
-		return s.writeAndRequeue(ctx, d.Delay)
-	}
-	if err := s.cl.Client.Delete(ctx, s.m, client.Preconditions{UID: &s.m.UID}); client.IgnoreNotFound(err) != nil {
-		d.Cancel()
-		return ctrl.Result{}, err
-	}
-	replacements.WithLabelValues(s.cl.Name, string(gate.CrashLoopReplace), "CrashLoop").Inc()
-	s.warn("ReplacingCrashLoopingMember", "%s and quorum holds without it (%s); removing member %s so that a new member replaces it", base, why, s.m.Name)
-	return ctrl.Result{}, nil
-}
-
-func restarts(p *corev1.Pod) int32 {
-	var n int32
-	for _, cs := range p.Status.ContainerStatuses {
-		n += cs.RestartCount
-	}
-	return n
+	return nil
 }

@@ -105,7 +105,9 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 	}
 	switch {
 	case isMemory(m) && m.Status.PodUID != "" && (p == nil || p.UID != m.Status.PodUID):
-		return s.replaceLostMemoryMember(ctx, p)
+		return s.replaceLostMemoryMember(ctx, podGone)
+	case isMemory(m) && p != nil && p.DeletionTimestamp == nil && dataDirLost(p):
+		return s.replaceLostMemoryMember(ctx, dataDirWiped)
 	case p != nil && pod.IsTerminal(p) && p.DeletionTimestamp == nil:
 		return s.replaceTerminalPod(ctx, p)
 	case p == nil:
@@ -147,7 +149,7 @@ func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
 	}
 	opts := s.r.Options.Pod
 	opts.ClusterFormed = ec != nil && ec.Status.ClusterID != ""
-	p, err := pod.Sync(ctx, s.cl.Client, s.m, opts)
+	p, err := pod.New(s.cl.Client, opts).Sync(ctx, s.m)
 	if err != nil {
 		s.setReady(false, v1alpha1.ReasonWaitingForPod, "cannot create the Pod: "+err.Error())
 		return ctrl.Result{}, firstErr(err, s.writeStatus(ctx))

@@ -62,7 +62,7 @@ func (s *run) warn(reason, format string, args ...any) {
 // syncPVC ensures the data claim; a claim owned by someone else is reported
 // where the user looks (an Event and the Ready condition) and not touched.
 func (s *run) syncPVC(ctx context.Context) (*corev1.PersistentVolumeClaim, error) {
-	c, err := pvc.Sync(ctx, s.cl.Client, s.m)
+	c, err := pvc.New(s.cl.Client).Sync(ctx, s.m)
 	if errors.Is(err, component.ErrForeign) {
 		s.warn("ForeignPVC", "%v", err)
 		s.setReady(false, v1alpha1.ReasonWaitingForPod, err.Error())

@@ -163,7 +163,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 	if err := etcdmember.SetupWithManager(mgr, &etcdmember.Reconciler{Clusters: src, Options: opts.Member}, copts); err != nil {
 		return nil, err
 	}
-	if err := etcdcluster.SetupWithManager(mgr, &etcdcluster.Reconciler{Clusters: src}, copts); err != nil {
+	if err := etcdcluster.SetupWithManager(mgr, &etcdcluster.Reconciler{Clusters: src, Policy: opts.Member.Policy}, copts); err != nil {
 		return nil, err
 	}
 	return closer, nil

@@ -151,6 +151,12 @@ func (c *Cluster) Reboot(ctx context.Context, opts kubelet.RebootOptions) error 
 	return c.Kubelet.RebootAll(ctx, opts)
 }
 
+// PowerLoss cuts the power of every Node of the cluster at once; they
+// boot after outage. See kubelet.Kubelet.PowerLoss.
+func (c *Cluster) PowerLoss(ctx context.Context, outage time.Duration) error {
+	return c.Kubelet.PowerLossAll(ctx, outage)
+}
+
 // ServiceAccountKubeconfig mints a token for namespace/sa with the
 // TokenRequest API and returns a kubeconfig using it, reaching the
 // apiserver through the same front door as Config.

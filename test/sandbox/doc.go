@@ -12,14 +12,17 @@
 // Each cluster has its own kube-apiserver and etcd (envtest), a
 // kube-controller-manager, and a simulated kubelet (package kubelet) with
 // Options.Nodes Nodes that runs etcd containers as real etcd processes on
-// loopback IPs, with Kubernetes DNS names (package sandboxdns) and
+// loopback IPs (and etcdfleet-image containers as this checkout's
+// etcdfleet-agent, built once per test process into a temporary directory), with Kubernetes DNS names (package sandboxdns) and
 // port-forward through the apiserver (package portforward).
 //
 // # Usage
 //
 // Give the code under test Cluster.Config or Cluster.Kubeconfig; use
 // Cluster.Clientset for assertions. Faults: Cluster.Reboot / Fleet.RebootAll
-// and the kubelet's RebootNode, FailAdmission and Crash; Cluster.Hang and
+// and the kubelet's RebootNode (graceful shutdown), Cluster.PowerLoss /
+// Fleet.PowerLossAll and the kubelet's PowerLoss (hard power loss),
+// FailAdmission and Crash; Cluster.Hang and
 // Cluster.Partition make the apiserver unresponsive or unreachable for the
 // code under test (not for the kubelet, so the workload keeps running).
 //

@@ -86,6 +86,14 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Kubelet.AgentBinary == "" {
+		if opts.Kubelet.AgentBinary, err = acquireAgent(); err != nil {
+			cleanup()
+			return nil, err
+		}
+		prev := cleanup
+		cleanup = func() { prev(); releaseAgent() }
+	}
 	f := &Fleet{clusters: map[string]*Cluster{}, names: append([]string(nil), opts.Clusters...), cleanup: cleanup, Dir: opts.Dir}
 	ips := kubelet.NewIPAllocator()
 	var (
@@ -154,6 +162,17 @@ func (f *Fleet) Stop() error {
 
 // RebootAll reboots every Node of every cluster at once.
 func (f *Fleet) RebootAll(ctx context.Context, opts kubelet.RebootOptions) error {
+	return f.eachCluster(func(c *Cluster) error { return c.Reboot(ctx, opts) })
+}
+
+// PowerLossAll cuts the power of every Node of every cluster at once; see
+// kubelet.Kubelet.PowerLoss.
+func (f *Fleet) PowerLossAll(ctx context.Context, outage time.Duration) error {
+	return f.eachCluster(func(c *Cluster) error { return c.PowerLoss(ctx, outage) })
+}
+
+// eachCluster runs fault on every cluster concurrently.
+func (f *Fleet) eachCluster(fault func(*Cluster) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -163,7 +182,7 @@ func (f *Fleet) RebootAll(ctx context.Context, opts kubelet.RebootOptions) error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.Reboot(ctx, opts); err != nil {
+			if err := fault(c); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

@@ -59,6 +59,9 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some member is unhealthy or quorum is lost.
 	ConditionDegraded = "Degraded"
+	// ConditionReplacementsExhausted (also an EtcdMember condition) is True
+	// on an EtcdCluster while the cap of its crash-loop and pod-loss
+	// replacements is reached and no member of it is replaced that way.
 )
 
 // EtcdMember condition types.
@@ -158,3 +161,12 @@ func ClusterSelector(cluster string) string {
 func ManagedByLabelSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
 }
+
+// MaxClusterNameLength is the longest EtcdCluster name (the CRD enforces
+// it): its client Service is named <name>-client and its member Pods
+// <name>-xxxxx, and both must be DNS-1035 labels of at most 63 characters.
+const MaxClusterNameLength = 63 - len("-client")
+
+// MaxReplicas is the largest spec.replicas the CRD admits: raft's write
+// latency grows with every voter, and etcd recommends 3, 5 or 7.
+const MaxReplicas = 9

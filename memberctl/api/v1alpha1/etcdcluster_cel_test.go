@@ -2,10 +2,12 @@ package v1alpha1_test
 
 import (
 	"context"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
@@ -26,6 +28,7 @@ const (
 	msgServerSecretName   = "tls.client.serverSecretRef.name must be set"
 	msgOperatorSecretName = "tls.client.operatorClientSecretRef.name must be set"
 	msgPeerSecretName     = "tls.peer.secretRef.name must be set"
+	msgName               = "metadata.name must be a DNS-1035 label of at most 56 characters"
 )
 
 func memory(size string) func(*v1alpha1.EtcdCluster) {
@@ -53,6 +56,22 @@ func withTLS(server, operator, peer string) func(*v1alpha1.EtcdCluster) {
 
 var _ = Describe("EtcdCluster CEL on create", func() {
 	ctx := context.Background()
+
+	It("admits only names whose derived Pod and Service names stay valid DNS labels", func() {
+		named := func(n string) func(*v1alpha1.EtcdCluster) { return func(ec *v1alpha1.EtcdCluster) { ec.Name = n } }
+		longest := "a" + strings.Repeat("b", v1alpha1.MaxClusterNameLength-1)
+		Expect(k8sClient.Create(ctx, newCluster(named(longest)))).To(Succeed())
+		expectInvalid(k8sClient.Create(ctx, newCluster(named(longest+"c"))), msgName)
+		expectInvalid(k8sClient.Create(ctx, newCluster(named("1abc"))), msgName)
+		expectInvalid(k8sClient.Create(ctx, newCluster(named("abc.def"))), msgName)
+	})
+
+	It("caps replicas at MaxReplicas", func() {
+		Expect(k8sClient.Create(ctx, newCluster(replicas(v1alpha1.MaxReplicas)))).To(Succeed())
+		err := k8sClient.Create(ctx, newCluster(replicas(v1alpha1.MaxReplicas+1)))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.replicas"))
+	})
 
 	It("rejects replicas 0 with Memory, and accepts replicas 0 on PVCs", func() {
 		expectInvalid(k8sClient.Create(ctx, newCluster(memory("256Mi"), replicas(0))), msgMemoryPaused)

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // StorageMedium selects where a member keeps its data.
@@ -122,6 +123,7 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// version of etcd, e.g. "3.6.5".
@@ -247,11 +249,41 @@ type EtcdClusterStatus struct {
 	// +optional
 	ProgressDeadline *metav1.Time `json:"progressDeadline,omitempty"`
 
-	// conditions: Available, Progressing, Degraded.
+	// replacement counts the crash-loop and pod-loss replacements of the
+	// cluster's members. Each of them makes a new EtcdMember whose own count
+	// starts at zero, so the cap and backoff of those kinds are kept here.
+	// +optional
+	Replacement *ReplacementStatus `json:"replacement,omitempty"`
+
+	// replacing is the member removal in flight. The member controller
+	// writes it, with the resourceVersion it read, before it deletes the
+	// member, and the cluster controller clears it once every member is
+	// Ready again: while it names one member, no other member of the
+	// cluster is removed by a replacement.
+	// +optional
+	Replacing *ReplacementLease `json:"replacing,omitempty"`
+
+	// conditions: Available, Progressing, Degraded, ReplacementsExhausted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ReplacementLease names the one member of an EtcdCluster being removed
+// by a replacement.
+type ReplacementLease struct {
+	// member is the EtcdMember being removed.
+	Member string `json:"member"`
+	// memberUID is its UID: a new member of the same name does not hold the lease.
+	MemberUID types.UID `json:"memberUID"`
+	// podUID is the UID of the Pod being replaced.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+	// action is the kind of replacement: CrashLoopReplace or PodLossReplace.
+	Action string `json:"action"`
+	// since is when the lease was taken.
+	Since metav1.Time `json:"since"`
 }
 
 // EtcdCluster is an etcd cluster run by etcdfleet.
@@ -266,6 +298,7 @@ type EtcdClusterStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 56 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 56 characters, so that the member Pods (<name>-xxxxx) and the client Service (<name>-client) get valid names"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

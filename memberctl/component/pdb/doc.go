@@ -5,9 +5,9 @@
 // keeps in step with each member's status.isVoter; learners are not
 // selected, since evicting one never costs quorum.
 //
-// minAvailable is the quorum of the larger of the current voter count and
-// the desired size (status.observed.replicas, else spec.replicas):
-// max(voters, replicas)/2+1. Taking the larger keeps the budget from
+// minAvailable is the etcd majority (memberctl/etcd.Majority) of the larger
+// of the current voter count and the desired size (status.observed.replicas,
+// else spec.replicas). Taking the larger keeps the budget from
 // shrinking while voters are missing: with 3 desired and only 2 voters
 // left, minAvailable stays 2, so no voluntary eviction may take one more.
 //

@@ -2,23 +2,22 @@ package pdb
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
-// MinAvailable returns max(voters, desired replicas)/2+1, where the desired
-// replicas are status.observed.replicas once latched, else spec.replicas.
+// MinAvailable returns the etcd majority of max(voters, desired replicas),
+// where the desired replicas are status.observed.replicas once latched,
+// else spec.replicas.
 func MinAvailable(ec *v1alpha1.EtcdCluster, voters int32) int32 {
 	replicas := v1alpha1.DefaultReplicas
 	switch {
@@ -27,7 +26,7 @@ func MinAvailable(ec *v1alpha1.EtcdCluster, voters int32) int32 {
 	case ec.Spec.Replicas != nil:
 		replicas = *ec.Spec.Replicas
 	}
-	return max(voters, replicas)/2 + 1
+	return int32(etcd.Majority(int(max(voters, replicas))))
 }
 
 // Build returns the budget of ec for the given voter count, without an ownerRef.
@@ -44,47 +43,28 @@ func Build(ec *v1alpha1.EtcdCluster, voters int32) *policyv1.PodDisruptionBudget
 	}
 }
 
-// Sync ensures the budget of ec matches voters, or is absent when voters is 0.
-func Sync(ctx context.Context, c client.Client, ec *v1alpha1.EtcdCluster, voters int32) error {
-	want := Build(ec, voters)
-	cur := &policyv1.PodDisruptionBudget{}
-	err := c.Get(ctx, client.ObjectKeyFromObject(want), cur)
-	notFound := apierrors.IsNotFound(err)
-	if err != nil && !notFound {
-		return fmt.Errorf("get PDB %s: %w", want.Name, err)
-	}
-	if !notFound && !component.ControlledBy(cur, ec.UID) {
-		return &component.ForeignError{Kind: "PDB", Name: cur.Name, OwnerKind: "EtcdCluster", Owner: ec.Name}
-	}
+// Operator syncs the budget of a cluster for a given voter count.
+type Operator struct {
+	client client.Client
+	voters int32
+}
 
-	switch {
-	case voters <= 0 && notFound:
-		return nil
-	case voters <= 0:
-		// The UID precondition: never delete a budget created after our Get.
-		err := c.Delete(ctx, cur, client.Preconditions{UID: &cur.UID})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete PDB %s: %w", cur.Name, err)
-		}
-		return nil
-	case notFound:
-		if err := controllerutil.SetControllerReference(ec, want, c.Scheme()); err != nil {
-			return fmt.Errorf("set owner of PDB %s: %w", want.Name, err)
-		}
-		if err := c.Create(ctx, want); err != nil {
-			return fmt.Errorf("create PDB %s: %w", want.Name, err)
-		}
-		return nil
-	}
+var _ component.Operator[*v1alpha1.EtcdCluster, *policyv1.PodDisruptionBudget] = Operator{}
 
-	before := cur.DeepCopy()
-	if !repair(cur, want) {
-		return nil
+// New returns the budget Operator for the cluster's current voter count,
+// writing through c.
+func New(c client.Client, voters int32) Operator { return Operator{client: c, voters: voters} }
+
+// Sync ensures the budget of ec matches the voter count and returns it, or
+// deletes it and returns nil when there are no voters.
+func (o Operator) Sync(ctx context.Context, ec *v1alpha1.EtcdCluster) (*policyv1.PodDisruptionBudget, error) {
+	obj := component.Object[*policyv1.PodDisruptionBudget]{
+		Owner: ec, OwnerKind: "EtcdCluster", Kind: "PDB", Want: Build(ec, o.voters), Repair: repair,
 	}
-	if err := c.Patch(ctx, cur, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patch PDB %s: %w", cur.Name, err)
+	if o.voters <= 0 {
+		return nil, component.Remove(ctx, o.client, obj)
 	}
-	return nil
+	return component.Ensure(ctx, o.client, obj)
 }
 
 // repair copies the owned fields of want into cur and reports whether

@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
+	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
@@ -38,18 +39,17 @@ type BuildOptions struct {
 	// ImageRepository of etcd; the tag is v<spec.version>. Default
 	// DefaultImageRepository.
 	ImageRepository string
-	// ClusterDomain is the cluster's DNS domain. It is not used in the
-	// URLs etcd advertises: they are naming's <m>.<cluster>.<ns>.svc, which
-	// resolves through the Pod's search path in any cluster domain and is
-	// what the serving certificates and etcdaccess name.
-	ClusterDomain string
 	// ClusterFormed is true once the parent EtcdCluster has a clusterID.
 	ClusterFormed bool
+	// AgentImage runs the data-dir guard of memory-backed members
+	// (default datadirguard.DefaultImage); see package datadirguard.
+	AgentImage string
 }
 
 // Build returns the Pod of m. It sets no ownerRef; Sync does.
 func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 	labels := v1alpha1.MemberLabels(m.Spec.ClusterName, m.Name)
+	guard, guardVolumes := datadirguard.ForMember(m, datadirguard.Options{Image: opts.AgentImage, DataVolume: dataVolume, DataDir: DataDir})
 	if m.Status.IsVoter {
 		labels[v1alpha1.LabelRole] = v1alpha1.RoleVoter
 	}
@@ -72,8 +72,9 @@ func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 			},
 			Affinity:                  affinity(m),
 			TopologySpreadConstraints: topologySpread(m),
+			InitContainers:            guard,
 			Containers:                []corev1.Container{container(m, opts)},
-			Volumes:                   volumes(m),
+			Volumes:                   append(volumes(m), guardVolumes...),
 		},
 	}
 }

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
@@ -33,6 +32,17 @@ func (e *MissingSecretError) Error() string {
 // Is makes errors.Is(err, ErrMissingSecret) true for a *MissingSecretError.
 func (e *MissingSecretError) Is(target error) bool { return target == ErrMissingSecret }
 
+// Operator syncs the Pod of a member.
+type Operator struct {
+	client client.Client
+	opts   BuildOptions
+}
+
+var _ component.Operator[*v1alpha1.EtcdMember, *corev1.Pod] = Operator{}
+
+// New returns the Pod Operator building with opts, writing through c.
+func New(c client.Client, opts BuildOptions) Operator { return Operator{client: c, opts: opts} }
+
 // Sync ensures m's Pod exists and returns it.
 //
 // An existing Pod must be controlled by m's UID; otherwise Sync returns a
@@ -42,57 +52,28 @@ func (e *MissingSecretError) Is(target error) bool { return target == ErrMissing
 //
 // A missing Pod is created from Build with a controller ownerRef to m, after
 // checking that every Secret it mounts exists (*MissingSecretError if not).
-func Sync(ctx context.Context, c client.Client, m *v1alpha1.EtcdMember, opts BuildOptions) (*corev1.Pod, error) {
-	cur := &corev1.Pod{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, cur)
-	switch {
-	case err == nil:
-		if !OwnedBy(cur, m.UID) {
-			return nil, &component.ForeignError{Kind: "Pod", Name: cur.Name, OwnerKind: "member", Owner: m.Name}
-		}
-		if err := syncRoleLabel(ctx, c, cur, m.Status.IsVoter); err != nil {
-			return nil, err
-		}
-		return cur, nil
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get Pod %s: %w", m.Name, err)
-	}
-
-	if err := checkSecrets(ctx, c, m); err != nil {
-		return nil, err
-	}
-	want := Build(m, opts)
-	if err := controllerutil.SetControllerReference(m, want, c.Scheme()); err != nil {
-		return nil, fmt.Errorf("set owner of Pod %s: %w", want.Name, err)
-	}
-	if err := c.Create(ctx, want); err != nil {
-		return nil, fmt.Errorf("create Pod %s: %w", want.Name, err)
-	}
-	return want, nil
+func (o Operator) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, error) {
+	return component.Ensure(ctx, o.client, component.Object[*corev1.Pod]{
+		Owner: m, OwnerKind: "member", Kind: "Pod", Want: Build(m, o.opts),
+		Repair:       repairRoleLabel,
+		BeforeCreate: func(ctx context.Context) error { return checkSecrets(ctx, o.client, m) },
+	})
 }
 
-// syncRoleLabel patches only the role label, and only when it is wrong: the
-// PDB counts voters by it, and nothing else about a running Pod may change.
-func syncRoleLabel(ctx context.Context, c client.Client, p *corev1.Pod, voter bool) error {
-	val, has := p.Labels[v1alpha1.LabelRole]
-	if (voter && val == v1alpha1.RoleVoter) || (!voter && !has) {
-		return nil
+// repairRoleLabel sets or removes only the role label, as on want: the PDB
+// counts voters by it, and nothing else about a running Pod may change (its
+// spec is immutable, and a member is never re-templated).
+func repairRoleLabel(cur, want *corev1.Pod) bool {
+	wantVal, wantHas := want.Labels[v1alpha1.LabelRole]
+	curVal, curHas := cur.Labels[v1alpha1.LabelRole]
+	if wantHas == curHas && wantVal == curVal {
+		return false
 	}
-	base := p.DeepCopy()
-	if voter {
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		p.Labels[v1alpha1.LabelRole] = v1alpha1.RoleVoter
-	} else {
-		delete(p.Labels, v1alpha1.LabelRole)
+	if !wantHas {
+		delete(cur.Labels, v1alpha1.LabelRole)
+		return true
 	}
-	// A merge patch of one label: no resourceVersion, so a concurrent
-	// status write by the kubelet cannot make it conflict.
-	if err := c.Patch(ctx, p, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("patch role label of Pod %s: %w", p.Name, err)
-	}
-	return nil
+	return component.MergeLabels(cur, map[string]string{v1alpha1.LabelRole: wantVal})
 }
 
 // checkSecrets reads only the Secrets' metadata: existence is all it needs,

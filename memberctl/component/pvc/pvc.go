@@ -2,13 +2,10 @@ package pvc
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
@@ -34,34 +31,23 @@ func Build(m *v1alpha1.EtcdMember) *corev1.PersistentVolumeClaim {
 	}
 }
 
+// Operator syncs the data claim of a member.
+type Operator struct{ client client.Client }
+
+var _ component.Operator[*v1alpha1.EtcdMember, *corev1.PersistentVolumeClaim] = Operator{}
+
+// New returns the claim Operator writing through c.
+func New(c client.Client) Operator { return Operator{client: c} }
+
 // Sync ensures the data claim of m exists and is controlled by m, and
 // returns it. For a memory-backed member it returns nil, nil. An existing
 // claim controlled by anything but m's UID is returned as a
-// *component.ForeignError and left untouched.
-func Sync(ctx context.Context, c client.Client, m *v1alpha1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
+// *component.ForeignError and left untouched. The claim is never updated.
+func (o Operator) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
 	if m.Spec.Storage.Medium == v1alpha1.StorageMediumMemory {
 		return nil, nil
 	}
-	cur := &corev1.PersistentVolumeClaim{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: etcd.PVCName(m.Name)}, cur)
-	switch {
-	case err == nil:
-		if !component.ControlledBy(cur, m.UID) {
-			return nil, &component.ForeignError{Kind: "PVC", Name: cur.Name, OwnerKind: "member", Owner: m.Name}
-		}
-		return cur, nil
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get PVC %s: %w", etcd.PVCName(m.Name), err)
-	}
-
-	want := Build(m)
-	if err := controllerutil.SetControllerReference(m, want, c.Scheme()); err != nil {
-		return nil, fmt.Errorf("set owner of PVC %s: %w", want.Name, err)
-	}
-	if err := c.Create(ctx, want); err != nil {
-		// AlreadyExists (a stale cache) is returned too: the next
-		// reconcile reads the claim and runs the ownership check on it.
-		return nil, fmt.Errorf("create PVC %s: %w", want.Name, err)
-	}
-	return want, nil
+	return component.Ensure(ctx, o.client, component.Object[*corev1.PersistentVolumeClaim]{
+		Owner: m, OwnerKind: "member", Kind: "PVC", Want: Build(m),
+	})
 }

@@ -2,34 +2,35 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
-// Build returns the headless and the client Service of ec, without ownerRefs.
-func Build(ec *v1alpha1.EtcdCluster) (headless, clientSvc *corev1.Service) {
-	headless = base(ec, etcd.HeadlessService(ec.Name))
+// BuildHeadless returns the headless Service of ec, without an ownerRef.
+func BuildHeadless(ec *v1alpha1.EtcdCluster) *corev1.Service {
+	headless := base(ec, etcd.HeadlessService(ec.Name))
 	headless.Spec.ClusterIP = corev1.ClusterIPNone
 	headless.Spec.PublishNotReadyAddresses = true
 	headless.Spec.Ports = []corev1.ServicePort{
 		port(component.ClientPortName, etcd.ClientPort),
 		port(component.PeerPortName, etcd.PeerPort),
 	}
+	return headless
+}
 
-	clientSvc = base(ec, etcd.ClientService(ec.Name))
+// BuildClient returns the client Service of ec, without an ownerRef.
+func BuildClient(ec *v1alpha1.EtcdCluster) *corev1.Service {
+	clientSvc := base(ec, etcd.ClientService(ec.Name))
 	clientSvc.Spec.Ports = []corev1.ServicePort{port(component.ClientPortName, etcd.ClientPort)}
-	return headless, clientSvc
+	return clientSvc
 }
 
 func base(ec *v1alpha1.EtcdCluster, name string) *corev1.Service {
@@ -46,45 +47,29 @@ func port(name string, p int32) corev1.ServicePort {
 	return corev1.ServicePort{Name: name, Port: p, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP}
 }
 
-// Sync ensures both Services of ec exist and match in the fields the
-// operator owns.
-func Sync(ctx context.Context, c client.Client, ec *v1alpha1.EtcdCluster) error {
-	headless, clientSvc := Build(ec)
-	for _, want := range []*corev1.Service{headless, clientSvc} {
-		if err := syncOne(ctx, c, ec, want); err != nil {
-			return err
-		}
-	}
-	return nil
+// Operator syncs one of the two Services of a cluster.
+type Operator struct {
+	client client.Client
+	build  func(*v1alpha1.EtcdCluster) *corev1.Service
 }
 
-func syncOne(ctx context.Context, c client.Client, ec *v1alpha1.EtcdCluster, want *corev1.Service) error {
-	cur := &corev1.Service{}
-	err := c.Get(ctx, client.ObjectKeyFromObject(want), cur)
-	if apierrors.IsNotFound(err) {
-		if err := controllerutil.SetControllerReference(ec, want, c.Scheme()); err != nil {
-			return fmt.Errorf("set owner of Service %s: %w", want.Name, err)
-		}
-		if err := c.Create(ctx, want); err != nil {
-			return fmt.Errorf("create Service %s: %w", want.Name, err)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get Service %s: %w", want.Name, err)
-	}
-	if !component.ControlledBy(cur, ec.UID) {
-		return &component.ForeignError{Kind: "Service", Name: cur.Name, OwnerKind: "EtcdCluster", Owner: ec.Name}
-	}
+var _ component.Operator[*v1alpha1.EtcdCluster, *corev1.Service] = Operator{}
 
-	before := cur.DeepCopy()
-	if !repair(cur, want) {
-		return nil
-	}
-	if err := c.Patch(ctx, cur, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patch Service %s: %w", cur.Name, err)
-	}
-	return nil
+// NewHeadless returns the Operator of the headless Service, writing through c.
+func NewHeadless(c client.Client) Operator { return Operator{client: c, build: BuildHeadless} }
+
+// NewClient returns the Operator of the client Service, writing through c.
+func NewClient(c client.Client) Operator { return Operator{client: c, build: BuildClient} }
+
+// Operators returns the Operators of both Services, headless first.
+func Operators(c client.Client) []Operator { return []Operator{NewHeadless(c), NewClient(c)} }
+
+// Sync ensures the Service exists and matches in the fields the operator
+// owns, and returns it.
+func (o Operator) Sync(ctx context.Context, ec *v1alpha1.EtcdCluster) (*corev1.Service, error) {
+	return component.Ensure(ctx, o.client, component.Object[*corev1.Service]{
+		Owner: ec, OwnerKind: "EtcdCluster", Kind: "Service", Want: o.build(ec), Repair: repair,
+	})
 }
 
 // repair copies the owned fields of want into cur and reports whether

@@ -3,6 +3,8 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -45,6 +50,8 @@ func handoverSpecs() {
 			DeferCleanup(second.kill)
 			second.waitEngaged(ctx)
 			expectHealedWithinBound(ctx, logs, before, rebootAt, load)
+			By("scraping the new manager's /metrics: its replacements, the limiter's series and every cluster's health")
+			expectServedMetrics(ctx, second.metricsURL)
 		}, SpecTimeout(6*time.Minute))
 
 		It("with two replicas, the standby takes over from a killed leader within the lease duration and the heal completes within the bound", func(ctx SpecContext) {
@@ -123,6 +130,8 @@ type managerProcess struct {
 	name string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// metricsURL is the process's /metrics endpoint.
+	metricsURL string
 
 	mu      sync.Mutex
 	engaged map[string]bool // from its log: the clusters it engaged
@@ -172,8 +181,9 @@ func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool
 	kc := filepath.Join(dir, "mgmt.kubeconfig")
 	Expect(os.WriteFile(kc, sb.Cluster("mgmt").Kubeconfig, 0o600)).To(Succeed())
 	c := managerConfig()
+	metricsAddr := freeLoopbackAddr()
 	args := []string{"--kubeconfig", kc, "--namespace", c.Namespace,
-		fmt.Sprintf("--leader-elect=%t", leaderElect), "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		fmt.Sprintf("--leader-elect=%t", leaderElect), "--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
 		fmt.Sprint("--limiter-rate=", c.Limiter.Rate), fmt.Sprint("--limiter-burst=", c.Limiter.Burst),
 		"--cluster-preflight-timeout", c.Clusters.PreflightTimeout.String(),
 		"--cluster-probe-interval", c.Clusters.ProbeInterval.String(), "--cluster-probe-timeout", c.Clusters.ProbeTimeout.String(),
@@ -181,7 +191,8 @@ func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool
 		"--dashboard-min-interval", c.Dashboard.MinInterval.String(), "--dashboard-resync", c.Dashboard.Resync.String(),
 		"--replacement-healthy-reset", c.Replacement.HealthyReset.String()}
 	cmd := exec.Command(bin, args...)
-	m := &managerProcess{name: name, cmd: cmd, done: make(chan struct{}), engaged: map[string]bool{}}
+	m := &managerProcess{name: name, cmd: cmd, done: make(chan struct{}), engaged: map[string]bool{},
+		metricsURL: "http://" + metricsAddr + "/metrics"}
 	cmd.Stdout, cmd.Stderr = m, m
 	// Dies with the test process, so no manager outlives a timed-out run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -214,4 +225,56 @@ func buildManager(ctx context.Context) string {
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
 	return bin
+}
+
+// freeLoopbackAddr returns a loopback address with a port free right now.
+func freeLoopbackAddr() string {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// expectServedMetrics scrapes a real manager's /metrics after a heal it
+// took part in: every etcdfleet_* family the runbook and the chart's
+// dashboards rely on must be served, with the replacements it made counted
+// and every workload cluster's health gauges present.
+func expectServedMetrics(ctx context.Context, url string) {
+	GinkgoHelper()
+	var families map[string]*dto.MetricFamily
+	Eventually(func(g Gomega) {
+		resp, err := http.Get(url)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		families, err = parser.TextToMetricFamilies(resp.Body)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, w := range workloads {
+			g.Expect(gaugeOf(families, "etcdfleet_cluster_connected", w)).To(Equal(1.0), "cluster %s", w)
+			g.Expect(gaugeOf(families, "etcdfleet_cluster_etcdclusters_quorate", w)).To(BeEquivalentTo(len(etcdNames)), "cluster %s", w)
+		}
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	for _, name := range []string{"etcdfleet_member_replacements_total", "etcdfleet_limiter_grants_total",
+		"etcdfleet_limiter_wait_seconds", "etcdfleet_limiter_tokens_available", "etcdfleet_limiter_waiting_requests",
+		"etcdfleet_kubeconfigsecret_clusters", "etcdfleet_cluster_members_ready"} {
+		Expect(families).To(HaveKey(name), "the manager does not serve %s", name)
+	}
+	replaced := 0.0
+	for _, m := range families["etcdfleet_member_replacements_total"].GetMetric() {
+		replaced += m.GetCounter().GetValue()
+	}
+	Expect(replaced).To(BeNumerically(">", 0), "the new manager finished the heal, so it replaced some Pods")
+}
+
+// gaugeOf returns the value of family's series with label cluster=w, or -1.
+func gaugeOf(families map[string]*dto.MetricFamily, family, w string) float64 {
+	for _, m := range families[family].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "cluster" && l.GetValue() == w {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }

@@ -23,7 +23,11 @@ import (
 type container struct {
 	w    *podWorker
 	spec *corev1.Container
-	etcd bool
+	// binary runs the container; "" means no process (reported running).
+	binary string
+	init   bool
+	// termFile backs the container's terminationMessagePath on the host.
+	termFile string
 
 	mu        sync.Mutex
 	proc      *proc.Process
@@ -35,19 +39,48 @@ type container struct {
 	done      bool // exited and will not restart
 	ready     bool
 	restartAt time.Time
-	backoff   time.Duration
+	// restartPending is set while a crashed container waits out its backoff.
+	restartPending bool
+	backoff        time.Duration
+	// logOffset is where this run's output starts in the log file, for
+	// FallbackToLogsOnError.
+	logOffset int64
 	readiness probeState
 	liveness  probeState
 }
 
-func newContainer(w *podWorker, spec *corev1.Container) *container {
-	return &container{w: w, spec: spec, etcd: isEtcdImage(spec.Image),
-		waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+func newContainer(w *podWorker, spec *corev1.Container, init bool) *container {
+	o := w.k.opts
+	c := &container{w: w, spec: spec, init: init,
+		termFile: filepath.Join(w.dir, "containers", spec.Name, "termination-log")}
+	switch {
+	case isEtcdImage(spec.Image):
+		c.binary = o.EtcdBinary
+	case isAgentImage(spec.Image):
+		c.binary = o.AgentBinary
+	}
+	// What the kubelet reports before a container starts.
+	c.waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	if len(w.pod.Spec.InitContainers) > 0 {
+		c.waiting = &corev1.ContainerStateWaiting{Reason: "PodInitializing"}
+	}
+	c.carryOver(w.pod.Status)
+	return c
 }
 
 // isEtcdImage reports whether image names etcd (quay.io/coreos/etcd:v3.6.0,
 // registry.k8s.io/etcd:3.5.16-0, ...).
 func isEtcdImage(image string) bool {
+	return strings.HasPrefix(filepath.Base(imageRepo(image)), "etcd") && !isAgentImage(image)
+}
+
+// isAgentImage reports whether image is etcdfleet's own (it carries
+// etcdfleet-agent): ghcr.io/etcdfleet/etcdfleet-manager:0.1.0, ...
+func isAgentImage(image string) bool {
+	return strings.HasPrefix(filepath.Base(imageRepo(image)), "etcdfleet")
+}
+
+func imageRepo(image string) string {
 	repo := image
 	if i := strings.IndexAny(repo, "@"); i >= 0 {
 		repo = repo[:i]
@@ -55,27 +88,28 @@ func isEtcdImage(image string) bool {
 	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
 		repo = repo[:i]
 	}
-	return strings.HasPrefix(filepath.Base(repo), "etcd")
+	return repo
 }
 
-// start launches the container's process (etcd images only; others are
-// reported running with nothing behind them).
+// start launches the container's process (etcd and etcdfleet images
+// only; others are reported running with nothing behind them).
 func (c *container) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.waiting = nil
+	c.restartPending = false
 	c.startedAt = metav1.Now()
 	c.readiness, c.liveness = probeState{}, probeState{}
-	c.ready = c.spec.ReadinessProbe == nil
-	if !c.etcd {
+	c.ready = !c.init && c.spec.ReadinessProbe == nil
+	if c.binary == "" {
 		return
 	}
 	p, err := c.launch()
 	if err != nil {
 		c.w.logf("container %s: %v", c.spec.Name, err)
 		c.waiting = &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
-		c.restartAt = time.Now().Add(c.nextBackoff())
+		c.restartAt, c.restartPending = time.Now().Add(c.nextBackoff()), true
 		return
 	}
 	c.proc = p
@@ -95,13 +129,23 @@ func (c *container) launch() (*proc.Process, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
-	log, err := os.OpenFile(filepath.Join(logDir, c.spec.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	log, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close() // the child holds its own descriptor
+	if st, err := log.Stat(); err == nil {
+		c.logOffset = st.Size()
+	}
+	// A new, empty termination message file for every run, as the kubelet mounts.
+	if err := os.MkdirAll(filepath.Dir(c.termFile), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(c.termFile, nil, 0o666); err != nil {
+		return nil, err
+	}
 	args, env := c.commandLine()
-	cmd := exec.Command(w.k.opts.EtcdBinary, args...)
+	cmd := exec.Command(c.binary, args...)
 	cmd.Dir = w.dir
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = log, log
@@ -127,13 +171,13 @@ func (c *container) commandLine() ([]string, []string) {
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
 			v = w.fieldValue(e.ValueFrom.FieldRef.FieldPath)
 		}
-		v = w.rewrite(expand(v, vars))
+		v = c.rewrite(expand(v, vars))
 		vars[e.Name] = v
 		env = append(env, e.Name+"="+v)
 	}
 	args := make([]string, len(raw))
 	for i, a := range raw {
-		args[i] = w.rewrite(expand(a, vars))
+		args[i] = c.rewrite(expand(a, vars))
 	}
 	return args, env
 }
@@ -154,6 +198,8 @@ func (w *podWorker) fieldValue(path string) string {
 		return w.pod.Namespace
 	case "status.podIP":
 		return w.podIP()
+	case "metadata.uid":
+		return string(w.pod.UID)
 	case "spec.nodeName":
 		return w.pod.Spec.NodeName
 	}
@@ -163,13 +209,13 @@ func (w *podWorker) fieldValue(path string) string {
 // rewrite makes one argument work on a shared host: wildcard and loopback
 // binds become the Pod IP, and container paths under a mount become the
 // host directory backing it.
-func (w *podWorker) rewrite(arg string) string {
+func (w *podWorker) rewrite(arg string, extra ...mount) string {
 	ip := w.podIP()
 	for _, host := range []string{"0.0.0.0", "127.0.0.1", "localhost", "[::]"} {
 		arg = strings.ReplaceAll(arg, "://"+host+":", "://"+ip+":")
 	}
 	w.mu.Lock()
-	mounts := w.mounts
+	mounts := append(extra, w.mounts...)
 	w.mu.Unlock()
 	flag, value, hasEq := strings.Cut(arg, "=")
 	if !hasEq {
@@ -187,6 +233,20 @@ func (w *podWorker) rewrite(arg string) string {
 	return value
 }
 
+// rewrite is the worker's rewrite plus this container's termination
+// message file, which the kubelet mounts at terminationMessagePath.
+func (c *container) rewrite(arg string) string {
+	path := c.spec.TerminationMessagePath
+	if path == "" {
+		path = corev1.TerminationMessagePathDefault
+	}
+	return c.w.rewrite(arg, mount{containerPath: path, hostPath: c.termFile})
+}
+
+func (c *container) logPath() string {
+	return filepath.Join(c.w.dir, "logs", c.spec.Name+".log")
+}
+
 // nextBackoff doubles the restart delay up to the cap.
 func (c *container) nextBackoff() time.Duration {
 	o := c.w.k.opts
@@ -198,7 +258,9 @@ func (c *container) nextBackoff() time.Duration {
 	return c.backoff
 }
 
-// exited records the exit of generation gen; false if stale.
+// exited records the exit of generation gen; false if stale. A crashed
+// container is scheduled for restart by restartPolicy; an init container
+// that completed, or one that may not restart, is done.
 func (c *container) exited(gen int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -206,23 +268,24 @@ func (c *container) exited(gen int) bool {
 		return false
 	}
 	code := c.proc.ExitCode()
-	reason := "Completed"
-	if code != 0 {
-		reason = "Error"
-	}
-	c.lastTerm = &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason,
-		StartedAt: c.startedAt, FinishedAt: metav1.Now(), ContainerID: c.containerID()}
+	c.lastTerm = c.terminated(code)
 	c.proc = nil
 	c.ready = false
 	policy := c.w.pod.Spec.RestartPolicy
-	if policy == corev1.RestartPolicyAlways || policy == "" || (policy == corev1.RestartPolicyOnFailure && code != 0) {
+	restart := policy == corev1.RestartPolicyAlways || policy == "" || (policy == corev1.RestartPolicyOnFailure && code != 0)
+	if c.init {
+		// An init container runs to completion once per sandbox.
+		restart = code != 0 && policy != corev1.RestartPolicyNever
+	}
+	if restart {
 		d := c.nextBackoff()
-		c.restartAt = time.Now().Add(d)
+		c.restartAt, c.restartPending = time.Now().Add(d), true
 		c.waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c.spec.Name, c.w.pod.Name)}
 		return true
 	}
 	c.done = true
+	c.ready = c.init && code == 0 // the kubelet reports completed init containers ready
 	return true
 }
 
@@ -251,7 +314,7 @@ func (c *container) lastExitCode() int32 {
 // tick restarts the container when its backoff expired, then probes it.
 func (c *container) tick(now time.Time) {
 	c.mu.Lock()
-	due := c.waiting != nil && c.waiting.Reason != "ContainerCreating" && !c.done && !now.Before(c.restartAt)
+	due := c.restartPending && !c.done && !now.Before(c.restartAt)
 	c.mu.Unlock()
 	if due {
 		c.mu.Lock()
@@ -286,13 +349,7 @@ func (c *container) kill(grace time.Duration) {
 	p.Stop(grace)
 	c.mu.Lock()
 	if c.proc == p {
-		code := p.ExitCode()
-		reason := "Completed"
-		if code != 0 {
-			reason = "Error"
-		}
-		c.lastTerm = &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason,
-			StartedAt: c.startedAt, FinishedAt: metav1.Now(), ContainerID: c.containerID()}
+		c.lastTerm = c.terminated(p.ExitCode())
 		c.proc = nil
 		c.ready = false
 		c.done = true

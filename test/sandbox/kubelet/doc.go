@@ -1,12 +1,14 @@
 // Package kubelet is the sandbox's simulated kubelet: it registers Nodes,
 // binds unscheduled Pods (there is no scheduler), and runs every container
 // whose image is an etcd image as a real etcd process on its own loopback
-// IP, reporting Pod status the way the kubelet does.
+// IP, and every container whose image is etcdfleet's own as the repo's
+// etcdfleet-agent, reporting Pod status the way the kubelet does.
 //
 // # Setup
 //
 // One Kubelet serves every Node of one sandbox cluster. It is given the
-// cluster's clientset, the etcd binary built by test/tools/assets.sh, a
+// cluster's clientset, the etcd binary built by test/tools/assets.sh, the
+// etcdfleet-agent binary (the sandbox builds it once per process), a
 // sandboxdns.Hosts file for Kubernetes DNS names, and a shared IPAllocator.
 // Start registers the Nodes and begins watching Pods and PVCs.
 //
@@ -15,6 +17,8 @@
 // Tests create Pods as an operator would and observe real etcd behind them.
 // Faults are a Go API: RebootNode/RebootAll (graceful node shutdown, leaving
 // Pods terminal exactly as the kubelet does and never restarting them),
+// PowerLoss/PowerLossAll (hard power loss: SIGKILL, nothing written, the
+// Node Ready=Unknown; on boot the same Pods restart in new sandboxes),
 // FailAdmission, Crash, and SetNodeReady.
 //
 // # Implementation details
@@ -23,7 +27,18 @@
 //     volumes, IP and status writes: no other goroutine touches them.
 //   - Volumes: a PVC is a host directory that lives as long as the claim
 //     (deleted when the claim is); an emptyDir (any medium) is removed when
-//     the Pod stops; Secrets and ConfigMaps are written as files.
+//     the Pod stops; a power loss empties medium: Memory emptyDirs and keeps
+//     disk ones; Secrets and ConfigMaps are written as files.
+//   - Init containers run in order, each to completion, before the
+//     containers, on every new sandbox (a Pod's first start and each boot
+//     after a power loss) and not on a container restart. A failing one is
+//     retried with backoff (restartPolicy Never fails the Pod); the Pod is
+//     Pending with Initialized=False meanwhile. Termination messages come
+//     from the file at terminationMessagePath (mounted per container run),
+//     or the log tail under FallbackToLogsOnError.
+//   - A worker started for a Pod whose status says it ran here (a boot
+//     after a power loss) continues its counts: restartCount+1 and
+//     lastState terminated with reason Unknown, exit code 255.
 //   - Arguments of etcd containers are rewritten: listen URLs bind the Pod
 //     IP (every member uses the same ports), and container paths under a
 //     volume mount point at the host directory backing it.
@@ -32,7 +47,8 @@
 //
 // # Trade-offs
 //
-// Non-etcd containers are reported Running without any process. There is
+// Other containers are reported Running without any process (init
+// containers: Completed at once). There is
 // no cgroup, resource accounting, image pull or network isolation: every
 // Pod shares the host network namespace on its own loopback address.
 package kubelet

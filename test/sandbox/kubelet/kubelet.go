@@ -31,6 +31,9 @@ type Options struct {
 	Nodes int
 	// EtcdBinary runs containers whose image is an etcd image.
 	EtcdBinary string
+	// AgentBinary (etcdfleet-agent) runs containers whose image is
+	// etcdfleet's own; without it they are reported running with no process.
+	AgentBinary string
 	// Dir holds Pod and volume directories.
 	Dir   string
 	Hosts *sandboxdns.Hosts
@@ -99,6 +102,8 @@ type nodeState struct {
 	name          string
 	up            bool
 	failAdmission bool
+	// poweredOff: the node's kubelet is dead; it neither runs nor writes.
+	poweredOff bool
 }
 
 // New returns a Kubelet; call Start to run it.
@@ -254,8 +259,8 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		return k.schedule(ctx, pod)
 	}
 	node := k.node(pod.Spec.NodeName)
-	if node == nil {
-		return nil // bound to a Node we do not serve
+	if node == nil || k.poweredOff(node.name) {
+		return nil // bound to a Node we do not serve, or whose kubelet is dead
 	}
 	if pod.DeletionTimestamp != nil {
 		grace := time.Duration(30) * time.Second
@@ -276,7 +281,8 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 func (k *Kubelet) startWorker(key string, pod *corev1.Pod) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.stopped {
+	// Checked again under k.mu: a power loss may have begun since syncPod looked.
+	if n := k.nodes[pod.Spec.NodeName]; k.stopped || n == nil || !n.up {
 		return nil
 	}
 	w := newPodWorker(k, pod)
@@ -320,6 +326,13 @@ func (k *Kubelet) nodeUp(name string) bool {
 	defer k.mu.Unlock()
 	n := k.nodes[name]
 	return n != nil && n.up
+}
+
+func (k *Kubelet) poweredOff(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := k.nodes[name]
+	return n != nil && n.poweredOff
 }
 
 // enqueueAll resyncs every Pod, for example after a Node comes back.

@@ -31,6 +31,15 @@ func (k *Kubelet) registerNode(ctx context.Context, name string) error {
 }
 
 func (k *Kubelet) writeNodeStatus(ctx context.Context, name string, ready bool) error {
+	c := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+	if !ready {
+		c.Status, c.Reason, c.Message = corev1.ConditionFalse, "KubeletNotReady", "node is shutting down"
+	}
+	return k.writeNodeCondition(ctx, name, c)
+}
+
+// writeNodeCondition writes the Node's status with ready as its Ready condition.
+func (k *Kubelet) writeNodeCondition(ctx context.Context, name string, ready corev1.NodeCondition) error {
 	return retryOnError(ctx, func(ctx context.Context) error {
 		node, err := k.opts.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -41,19 +50,13 @@ func (k *Kubelet) writeNodeStatus(ctx context.Context, name string, ready bool) 
 			corev1.ResourceMemory: resource.MustParse("32Gi"),
 			corev1.ResourcePods:   resource.MustParse("110"),
 		}
-		status, reason, msg := corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"
-		if !ready {
-			status, reason, msg = corev1.ConditionFalse, "KubeletNotReady", "node is shutting down"
-		}
 		now := metav1.Now()
+		ready.LastHeartbeatTime, ready.LastTransitionTime = now, now
 		node.Status = corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: capacity,
 			Phase:       corev1.NodeRunning,
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg,
-				LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
+			Conditions:  []corev1.NodeCondition{ready},
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
 			},

@@ -16,9 +16,10 @@ import (
 type stopKind int
 
 const (
-	stopDeleted  stopKind = iota // graceful delete: SIGTERM, grace, then the object goes
-	stopVanished                 // the object is already gone: kill now
-	stopRebooted                 // graceful node shutdown: terminal status stays
+	stopDeleted   stopKind = iota // graceful delete: SIGTERM, grace, then the object goes
+	stopVanished                  // the object is already gone: kill now
+	stopRebooted                  // graceful node shutdown: terminal status stays
+	stopPowerLoss                 // hard power loss: SIGKILL, nothing written
 )
 
 type stopRequest struct {
@@ -45,13 +46,14 @@ type podWorker struct {
 	done chan struct{}    // closed when the worker has finished
 	exit chan exitEvent
 
-	mu         sync.Mutex
-	ip         string
-	released   bool // resources freed; the IP stays in status but serves nothing
-	containers []*container
-	mounts     []mount
-	started    time.Time
-	last       *corev1.PodStatus // last status written
+	mu          sync.Mutex
+	ip          string
+	released    bool         // resources freed; the IP stays in status but serves nothing
+	containers  []*container // init containers first, in order
+	mainStarted bool
+	mounts      []mount
+	started     time.Time
+	last        *corev1.PodStatus // last status written
 }
 
 func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
@@ -162,15 +164,50 @@ func (w *podWorker) setUp(ctx context.Context) (stopRequest, bool) {
 		}
 	}
 	w.k.refreshServices()
-	for i := range w.pod.Spec.Containers {
-		c := newContainer(w, &w.pod.Spec.Containers[i])
-		w.mu.Lock()
-		w.containers = append(w.containers, c)
-		w.mu.Unlock()
-		c.start()
+	var cs []*container
+	for i := range w.pod.Spec.InitContainers {
+		cs = append(cs, newContainer(w, &w.pod.Spec.InitContainers[i], true))
 	}
+	for i := range w.pod.Spec.Containers {
+		cs = append(cs, newContainer(w, &w.pod.Spec.Containers[i], false))
+	}
+	w.mu.Lock()
+	w.containers = cs
+	w.mu.Unlock()
+	w.advance()
 	w.flushStatus(ctx)
 	return stopRequest{}, false
+}
+
+// advance starts what comes next in a new sandbox: the first init
+// container that has not completed, each to completion in order, and once
+// all have, the containers together.
+func (w *podWorker) advance() {
+	for _, c := range w.snapshotContainers() {
+		if !c.init {
+			continue
+		}
+		switch c.initState() {
+		case initCompleted:
+			continue
+		case initNotStarted:
+			if c.binary == "" {
+				c.completeWithoutProcess()
+				continue
+			}
+			c.start()
+		}
+		return // running, backing off, or failed for good
+	}
+	if w.mainStarted {
+		return
+	}
+	w.mainStarted = true
+	for _, c := range w.snapshotContainers() {
+		if !c.init {
+			c.start()
+		}
+	}
 }
 
 // dnsNames are the names the Pod answers to: <hostname>.<subdomain>.<ns>.svc.
@@ -198,14 +235,24 @@ func (w *podWorker) snapshotContainers() []*container {
 	return append([]*container(nil), w.containers...)
 }
 
-// onExit records a container exit; it returns true when the Pod completed
-// (every container exited and none will restart).
+// onExit records a container exit; it returns true when the Pod completed:
+// every container exited and none will restart, or an init container
+// failed and may not restart (restartPolicy Never).
 func (w *podWorker) onExit(ev exitEvent) bool {
 	if !ev.c.exited(ev.gen) {
 		return false
 	}
+	if ev.c.init {
+		switch ev.c.initState() {
+		case initCompleted:
+			w.advance()
+		case initFailed:
+			return true
+		}
+		return false
+	}
 	for _, c := range w.snapshotContainers() {
-		if !c.finished() {
+		if !c.init && !c.finished() {
 			return false
 		}
 	}
@@ -228,7 +275,7 @@ func (w *podWorker) finishCompleted(ctx context.Context) {
 func (w *podWorker) tearDown(ctx context.Context, req stopRequest) {
 	close(w.quit)
 	grace := req.grace
-	if req.kind == stopVanished {
+	if req.kind == stopVanished || req.kind == stopPowerLoss {
 		grace = 0
 	}
 	var wg sync.WaitGroup
@@ -237,6 +284,10 @@ func (w *podWorker) tearDown(ctx context.Context, req stopRequest) {
 		go func() { defer wg.Done(); c.kill(grace) }()
 	}
 	wg.Wait()
+	if req.kind == stopPowerLoss {
+		w.powerOff()
+		return
+	}
 	w.releaseResources()
 	if req.kind == stopRebooted {
 		w.writeTerminal(ctx, req.phase, "Terminated", "Pod was terminated in response to imminent node shutdown.", true)
@@ -254,6 +305,20 @@ func (w *podWorker) releaseResources() {
 	w.mu.Unlock()
 	w.k.refreshServices()
 	_ = os.RemoveAll(filepath.Join(w.dir, "volumes"))
+}
+
+// powerOff is what a power loss leaves: no process, no IP, an empty
+// tmpfs, and every disk volume as it was. The status stays as the API had
+// it: a dead kubelet writes nothing.
+func (w *podWorker) powerOff() {
+	if w.k.opts.Hosts != nil {
+		_ = w.k.opts.Hosts.Delete(w.key)
+	}
+	w.mu.Lock()
+	w.released = true
+	w.mu.Unlock()
+	w.k.refreshServices()
+	w.wipeMemoryVolumes()
 }
 
 // crash makes the etcd container exit non-zero (SIGKILL: exit code 137).

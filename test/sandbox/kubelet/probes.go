@@ -24,7 +24,7 @@ type probeState struct {
 // c.mu unlocked; network calls happen without holding it.
 func (c *container) probe(now time.Time) {
 	c.mu.Lock()
-	running := c.proc != nil || (!c.etcd && c.waiting == nil && !c.done)
+	running := c.proc != nil || (c.binary == "" && c.waiting == nil && !c.done)
 	started := c.startedAt.Time
 	c.mu.Unlock()
 	if !running {

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -28,25 +29,46 @@ func (w *podWorker) buildStatus() corev1.PodStatus {
 		t := metav1.NewTime(started)
 		st.StartTime = &t
 	}
-	allReady, anyStarted := true, false
+	allReady, anyStarted, initialized := true, false, true
+	var incomplete, unready []string
 	for _, c := range w.snapshotContainers() {
 		cs := c.status()
+		if c.init {
+			if c.initState() != initCompleted {
+				initialized = false
+				incomplete = append(incomplete, cs.Name)
+			}
+			st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+			continue
+		}
 		if cs.State.Running != nil {
 			anyStarted = true
 		}
-		allReady = allReady && cs.Ready
+		if !cs.Ready {
+			allReady = false
+			unready = append(unready, cs.Name)
+		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 	if len(st.ContainerStatuses) == 0 {
 		allReady = false
 	}
-	if anyStarted || len(st.ContainerStatuses) > 0 && ip != "" {
+	// Pending until every init container completed, as the kubelet reports
+	// a new sandbox.
+	if initialized && (anyStarted || len(st.ContainerStatuses) > 0 && ip != "") {
 		st.Phase = corev1.PodRunning
 	}
-	st.Conditions = []corev1.PodCondition{
-		cond(corev1.PodScheduled, true, ""), cond(corev1.PodInitialized, true, ""),
-		cond(corev1.ContainersReady, allReady, "ContainersNotReady"), cond(corev1.PodReady, allReady, "ContainersNotReady"),
+	initCond := cond(corev1.PodInitialized, initialized, "ContainersNotInitialized")
+	if !initialized {
+		initCond.Message = fmt.Sprintf("containers with incomplete status: %v", incomplete)
 	}
+	readyCond := cond(corev1.ContainersReady, allReady, "ContainersNotReady")
+	if len(unready) > 0 {
+		readyCond.Message = fmt.Sprintf("containers with unready status: %v", unready)
+	}
+	podReady := readyCond
+	podReady.Type = corev1.PodReady
+	st.Conditions = []corev1.PodCondition{cond(corev1.PodScheduled, true, ""), initCond, readyCond, podReady}
 	return st
 }
 
@@ -99,18 +121,8 @@ func (w *podWorker) flushStatus(ctx context.Context) {
 func (w *podWorker) writeTerminal(ctx context.Context, phase corev1.PodPhase, reason, msg string, shutdown bool) {
 	st := w.buildStatus()
 	st.Phase, st.Reason, st.Message = phase, reason, msg
-	for i := range st.ContainerStatuses {
-		cs := &st.ContainerStatuses[i]
-		cs.Ready, cs.Started = false, new(bool)
-		if cs.State.Terminated == nil {
-			term := cs.LastTerminationState.Terminated
-			if term == nil {
-				term = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
-					Message: "The container could not be located when the pod was terminated"}
-			}
-			cs.State = corev1.ContainerState{Terminated: term}
-		}
-	}
+	terminateStatuses(st.InitContainerStatuses)
+	terminateStatuses(st.ContainerStatuses)
 	for i := range st.Conditions {
 		if t := st.Conditions[i].Type; t == corev1.PodReady || t == corev1.ContainersReady {
 			st.Conditions[i].Status, st.Conditions[i].Reason = corev1.ConditionFalse, "PodCompleted"
@@ -123,6 +135,24 @@ func (w *podWorker) writeTerminal(ctx context.Context, phase corev1.PodPhase, re
 	}
 	w.k.markFinished(w.uid)
 	w.writeStatus(ctx, st)
+}
+
+// terminateStatuses reports every container that ran as terminated; one
+// that never started (waiting for init containers) stays waiting.
+func terminateStatuses(list []corev1.ContainerStatus) {
+	for i := range list {
+		cs := &list[i]
+		cs.Ready, cs.Started = false, new(bool)
+		if cs.State.Terminated != nil || (cs.State.Waiting != nil && cs.State.Waiting.Reason == "PodInitializing") {
+			continue
+		}
+		term := cs.LastTerminationState.Terminated
+		if term == nil {
+			term = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
+				Message: "The container could not be located when the pod was terminated"}
+		}
+		cs.State = corev1.ContainerState{Terminated: term}
+	}
 }
 
 // writeStatus stamps transition times, keeps foreign conditions and writes

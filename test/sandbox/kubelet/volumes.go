@@ -30,7 +30,7 @@ func (w *podWorker) prepareVolumes(ctx context.Context) ([]mount, error) {
 		dirs[v.Name] = dir
 	}
 	var mounts []mount
-	for _, c := range w.pod.Spec.Containers {
+	for _, c := range append(append([]corev1.Container(nil), w.pod.Spec.InitContainers...), w.pod.Spec.Containers...) {
 		for _, vm := range c.VolumeMounts {
 			dir, ok := dirs[vm.Name]
 			if !ok {
@@ -99,6 +99,17 @@ func writeFiles(dir string, data map[string][]byte, items []corev1.KeyToPath) er
 		}
 	}
 	return nil
+}
+
+// wipeMemoryVolumes empties every medium: Memory emptyDir, as losing
+// power empties a tmpfs. Disk emptyDirs live under the kubelet's pod
+// directory and survive.
+func (w *podWorker) wipeMemoryVolumes() {
+	for _, v := range w.pod.Spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			_ = os.RemoveAll(filepath.Join(w.dir, "volumes", v.Name))
+		}
+	}
 }
 
 // claimDir binds the claim (there is no provisioner) and returns its host

@@ -1,4 +1,4 @@
-package pdb_test
+package component_test
 
 import (
 	"errors"
@@ -14,11 +14,10 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
-	"github.com/etcdfleet/etcdfleet/memberctl/component/internal/componenttest"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pdb"
 )
 
-var _ = Describe("pdb.Sync", func() {
+var _ = Describe("pdb.Operator", func() {
 	var (
 		ns string
 		ec *v1alpha1.EtcdCluster
@@ -50,28 +49,28 @@ var _ = Describe("pdb.Sync", func() {
 	}
 
 	It("sizes minAvailable from voters and replicas, writes only on change, and goes away at 0 voters", func(ctx SpecContext) {
-		Expect(pdb.Sync(ctx, k8s, ec, 3)).To(Succeed())
+		Expect(pdb.New(k8s, 3).Sync(ctx, ec)).Error().To(Succeed())
 		created := expectMin(ctx, 2)
 		for k, v := range v1alpha1.ClusterLabels("c1") {
 			Expect(created.Labels).To(HaveKeyWithValue(k, v))
 		}
 
 		counting, writes := env.CountingClient()
-		Expect(pdb.Sync(ctx, counting, ec, 2)).To(Succeed(), "2 of 3 voters: still the quorum of 3")
+		Expect(pdb.New(counting, 2).Sync(ctx, ec)).Error().To(Succeed(), "2 of 3 voters: still the quorum of 3")
 		Expect(writes.Load()).To(BeZero(), "no write request when unchanged")
 		Expect(get(ctx).ResourceVersion).To(Equal(created.ResourceVersion))
 
-		Expect(pdb.Sync(ctx, k8s, ec, 5)).To(Succeed())
+		Expect(pdb.New(k8s, 5).Sync(ctx, ec)).Error().To(Succeed())
 		expectMin(ctx, 3)
 
 		ec.Status.Observed = &v1alpha1.EtcdClusterObservedSpec{Replicas: 7}
-		Expect(pdb.Sync(ctx, k8s, ec, 5)).To(Succeed())
+		Expect(pdb.New(k8s, 5).Sync(ctx, ec)).Error().To(Succeed())
 		expectMin(ctx, 4)
 
-		Expect(pdb.Sync(ctx, k8s, ec, 0)).To(Succeed())
+		Expect(pdb.New(k8s, 0).Sync(ctx, ec)).Error().To(Succeed())
 		err := k8s.Get(ctx, key(), &policyv1.PodDisruptionBudget{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
-		Expect(pdb.Sync(ctx, k8s, ec, 0)).To(Succeed(), "already absent")
+		Expect(pdb.New(k8s, 0).Sync(ctx, ec)).Error().To(Succeed(), "already absent")
 	})
 
 	It("migrates a budget written with maxUnavailable", func(ctx SpecContext) {
@@ -82,17 +81,17 @@ var _ = Describe("pdb.Sync", func() {
 			Kind: "EtcdCluster", Name: "c1", UID: ec.UID, Controller: ptr.To(true)}}
 		Expect(k8s.Create(ctx, old)).To(Succeed())
 
-		Expect(pdb.Sync(ctx, k8s, ec, 3)).To(Succeed())
+		Expect(pdb.New(k8s, 3).Sync(ctx, ec)).Error().To(Succeed())
 		expectMin(ctx, 2)
 	})
 
 	It("refuses a budget the cluster does not control and leaves it untouched", func(ctx SpecContext) {
 		foreign := pdb.Build(ec, 1)
-		foreign.OwnerReferences = []metav1.OwnerReference{componenttest.StaleOwner("EtcdCluster", "c1")}
+		foreign.OwnerReferences = []metav1.OwnerReference{StaleOwner("EtcdCluster", "c1")}
 		Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
 		for _, voters := range []int32{3, 0} {
-			err := pdb.Sync(ctx, k8s, ec, voters)
+			_, err := pdb.New(k8s, voters).Sync(ctx, ec)
 			Expect(errors.Is(err, component.ErrForeign)).To(BeTrue(), "voters=%d: got %v", voters, err)
 			Expect(err).To(MatchError("PDB c1 is not owned by EtcdCluster c1 (awaiting garbage collection)"))
 			Expect(get(ctx).ResourceVersion).To(Equal(foreign.ResourceVersion))

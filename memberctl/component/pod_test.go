@@ -1,4 +1,4 @@
-package pod_test
+package component_test
 
 import (
 	"errors"
@@ -13,11 +13,10 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
-	"github.com/etcdfleet/etcdfleet/memberctl/component/internal/componenttest"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 )
 
-var _ = Describe("pod.Sync", func() {
+var _ = Describe("pod.Operator", func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) {
 		var err error
@@ -50,7 +49,7 @@ var _ = Describe("pod.Sync", func() {
 		Expect(err).NotTo(HaveOccurred())
 		secret(ctx, "srv")
 
-		_, err = pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+		_, err = pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(errors.Is(err, pod.ErrMissingSecret)).To(BeTrue(), "got %v", err)
 		Expect(err.Error()).To(ContainSubstring("TLS Secret " + ns + "/peer"))
 		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m1"}, &corev1.Pod{})
@@ -59,7 +58,7 @@ var _ = Describe("pod.Sync", func() {
 		// The full spec (TLS volumes, options, probes, security) must pass
 		// the apiserver's Pod validation.
 		secret(ctx, "peer")
-		ret, err := pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+		ret, err := pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		got := get(ctx, "m1")
 		Expect(ret.UID).To(Equal(got.UID))
@@ -72,7 +71,7 @@ var _ = Describe("pod.Sync", func() {
 	It("keeps the role label in step with isVoter and touches nothing else", func(ctx SpecContext) {
 		m, err := env.Member(ctx, ns, "c1", "m1")
 		Expect(err).NotTo(HaveOccurred())
-		_, err = pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+		_, err = pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		created := get(ctx, "m1")
 		Expect(created.Labels).NotTo(HaveKey(v1alpha1.LabelRole))
@@ -83,7 +82,7 @@ var _ = Describe("pod.Sync", func() {
 		Expect(k8s.Patch(ctx, p, client.MergeFrom(created))).To(Succeed())
 
 		m.Status.IsVoter = true
-		_, err = pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+		_, err = pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		voter := get(ctx, "m1")
 		Expect(voter.Labels).To(HaveKeyWithValue(v1alpha1.LabelRole, v1alpha1.RoleVoter))
@@ -91,13 +90,13 @@ var _ = Describe("pod.Sync", func() {
 		Expect(voter.Spec).To(Equal(created.Spec))
 
 		counting, writes := env.CountingClient()
-		_, err = pod.Sync(ctx, counting, m, pod.BuildOptions{})
+		_, err = pod.New(counting, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(writes.Load()).To(BeZero(), "no write request when the label is right")
 		Expect(get(ctx, "m1").ResourceVersion).To(Equal(voter.ResourceVersion))
 
 		m.Status.IsVoter = false
-		_, err = pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+		_, err = pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		learner := get(ctx, "m1")
 		Expect(learner.Labels).NotTo(HaveKey(v1alpha1.LabelRole))
@@ -107,14 +106,14 @@ var _ = Describe("pod.Sync", func() {
 	It("returns a terminal Pod as it is rather than recreating it", func(ctx SpecContext) {
 		m, err := env.Member(ctx, ns, "c1", "m1")
 		Expect(err).NotTo(HaveOccurred())
-		_, err = pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+		_, err = pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		p := get(ctx, "m1")
 		p.Status.Phase = corev1.PodFailed
 		p.Status.Reason = "Terminated"
 		Expect(k8s.Status().Update(ctx, p)).To(Succeed())
 
-		ret, err := pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+		ret, err := pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ret.UID).To(Equal(p.UID))
 		Expect(pod.IsTerminal(ret)).To(BeTrue())
@@ -133,7 +132,7 @@ var _ = Describe("pod.Sync", func() {
 			Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
 			m.Status.IsVoter = true // would add the role label to its own Pod
-			ret, err := pod.Sync(ctx, k8s, m, pod.BuildOptions{})
+			ret, err := pod.New(k8s, pod.BuildOptions{}).Sync(ctx, m)
 			Expect(ret).To(BeNil())
 			Expect(errors.Is(err, component.ErrForeign)).To(BeTrue(), "got %v", err)
 			Expect(err).To(MatchError("Pod m1 is not owned by member m1 (awaiting garbage collection)"))
@@ -141,7 +140,7 @@ var _ = Describe("pod.Sync", func() {
 			Expect(after.ResourceVersion).To(Equal(foreign.ResourceVersion))
 			Expect(after.Labels).NotTo(HaveKey(v1alpha1.LabelRole))
 		},
-		Entry("left by an earlier member of the same name", []metav1.OwnerReference{componenttest.StaleOwner("EtcdMember", "m1")}),
+		Entry("left by an earlier member of the same name", []metav1.OwnerReference{StaleOwner("EtcdMember", "m1")}),
 		Entry("with no owner at all", nil),
 	)
 })

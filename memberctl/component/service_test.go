@@ -1,4 +1,4 @@
-package service_test
+package component_test
 
 import (
 	"errors"
@@ -12,11 +12,10 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
-	"github.com/etcdfleet/etcdfleet/memberctl/component/internal/componenttest"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/service"
 )
 
-var _ = Describe("service.Sync", func() {
+var _ = Describe("service.Operators", func() {
 	var (
 		ns string
 		ec *v1alpha1.EtcdCluster
@@ -29,6 +28,15 @@ var _ = Describe("service.Sync", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
+	// syncBoth runs the Operators of both Services, as the cluster reconciler does.
+	syncBoth := func(ctx SpecContext, c client.Client) error {
+		for _, op := range service.Operators(c) {
+			if _, err := op.Sync(ctx, ec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	get := func(ctx SpecContext, name string) *corev1.Service {
 		GinkgoHelper()
 		got := &corev1.Service{}
@@ -73,20 +81,20 @@ var _ = Describe("service.Sync", func() {
 	expectNoWrite := func(ctx SpecContext, headless, clientSvc *corev1.Service) {
 		GinkgoHelper()
 		counting, writes := env.CountingClient()
-		Expect(service.Sync(ctx, counting, ec)).To(Succeed())
+		Expect(syncBoth(ctx, counting)).To(Succeed())
 		Expect(writes.Load()).To(BeZero(), "no write request when nothing differs")
 		Expect(get(ctx, "c1").ResourceVersion).To(Equal(headless.ResourceVersion))
 		Expect(get(ctx, "c1-client").ResourceVersion).To(Equal(clientSvc.ResourceVersion))
 	}
 
 	It("creates the headless and client Services and writes nothing when they match", func(ctx SpecContext) {
-		Expect(service.Sync(ctx, k8s, ec)).To(Succeed())
+		Expect(syncBoth(ctx, k8s)).To(Succeed())
 		headless, clientSvc := expectWanted(ctx)
 		expectNoWrite(ctx, headless, clientSvc)
 	})
 
 	It("repairs drift in the owned fields only", func(ctx SpecContext) {
-		Expect(service.Sync(ctx, k8s, ec)).To(Succeed())
+		Expect(syncBoth(ctx, k8s)).To(Succeed())
 		headless, clientSvc := get(ctx, "c1"), get(ctx, "c1-client")
 
 		drifted := headless.DeepCopy()
@@ -105,7 +113,7 @@ var _ = Describe("service.Sync", func() {
 		driftedClient.Spec.Ports[0].TargetPort = intstr.FromInt32(12379)
 		Expect(k8s.Update(ctx, driftedClient)).To(Succeed())
 
-		Expect(service.Sync(ctx, k8s, ec)).To(Succeed())
+		Expect(syncBoth(ctx, k8s)).To(Succeed())
 		headless, clientSvc = expectWanted(ctx)
 		Expect(headless.Labels).To(HaveKeyWithValue("team", "storage"))
 		Expect(headless.Annotations).To(HaveKeyWithValue("note", "kept"))
@@ -115,13 +123,13 @@ var _ = Describe("service.Sync", func() {
 	It("refuses a Service the cluster does not control and leaves it untouched", func(ctx SpecContext) {
 		foreign := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: ns,
-				OwnerReferences: []metav1.OwnerReference{componenttest.StaleOwner("EtcdCluster", "c1")}},
+				OwnerReferences: []metav1.OwnerReference{StaleOwner("EtcdCluster", "c1")}},
 			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "old"},
 				Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}},
 		}
 		Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
-		err := service.Sync(ctx, k8s, ec)
+		err := syncBoth(ctx, k8s)
 		Expect(errors.Is(err, component.ErrForeign)).To(BeTrue(), "got %v", err)
 		Expect(err).To(MatchError("Service c1 is not owned by EtcdCluster c1 (awaiting garbage collection)"))
 		Expect(get(ctx, "c1").ResourceVersion).To(Equal(foreign.ResourceVersion))

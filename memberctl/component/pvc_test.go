@@ -1,4 +1,4 @@
-package pvc_test
+package component_test
 
 import (
 	"errors"
@@ -15,11 +15,10 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component"
-	"github.com/etcdfleet/etcdfleet/memberctl/component/internal/componenttest"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pvc"
 )
 
-var _ = Describe("pvc.Sync", func() {
+var _ = Describe("pvc.Operator", func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) {
 		var err error
@@ -41,7 +40,7 @@ var _ = Describe("pvc.Sync", func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 
-		ret, err := pvc.Sync(ctx, k8s, m)
+		ret, err := pvc.New(k8s).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		got := get(ctx, "data-m1")
 		Expect(ret.UID).To(Equal(got.UID))
@@ -55,7 +54,7 @@ var _ = Describe("pvc.Sync", func() {
 		Expect(owner.Kind).To(Equal("EtcdMember"))
 
 		counting, writes := env.CountingClient()
-		again, err := pvc.Sync(ctx, counting, m)
+		again, err := pvc.New(counting).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(writes.Load()).To(BeZero())
 		Expect(again.ResourceVersion).To(Equal(got.ResourceVersion))
@@ -76,7 +75,7 @@ var _ = Describe("pvc.Sync", func() {
 			}
 			Expect(k8s.Create(ctx, foreign)).To(Succeed())
 
-			ret, err := pvc.Sync(ctx, k8s, m)
+			ret, err := pvc.New(k8s).Sync(ctx, m)
 			Expect(ret).To(BeNil())
 			Expect(errors.Is(err, component.ErrForeign)).To(BeTrue(), "got %v", err)
 			Expect(err).To(MatchError("PVC data-m1 is not owned by member m1 (awaiting garbage collection)"))
@@ -84,7 +83,7 @@ var _ = Describe("pvc.Sync", func() {
 			Expect(after.ResourceVersion).To(Equal(foreign.ResourceVersion))
 			Expect(after.OwnerReferences).To(Equal(foreign.OwnerReferences))
 		},
-		Entry("left by an earlier member of the same name", []metav1.OwnerReference{componenttest.StaleOwner("EtcdMember", "m1")}),
+		Entry("left by an earlier member of the same name", []metav1.OwnerReference{StaleOwner("EtcdMember", "m1")}),
 		Entry("with no owner at all", nil),
 	)
 
@@ -93,7 +92,7 @@ var _ = Describe("pvc.Sync", func() {
 			m.Spec.Storage.Medium = v1alpha1.StorageMediumMemory
 		})
 		Expect(err).NotTo(HaveOccurred())
-		ret, err := pvc.Sync(ctx, k8s, m)
+		ret, err := pvc.New(k8s).Sync(ctx, m)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ret).To(BeNil())
 		err = k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-m1"}, &corev1.PersistentVolumeClaim{})

@@ -1,8 +1,4 @@
-// Package componenttest starts the real kube-apiserver (envtest) that the
-// component packages' Sync tests run against, and builds the owner objects
-// they need. Each test package starts ONE Env for its whole suite: a
-// control plane costs seconds of CPU to start.
-package componenttest
+package component_test
 
 import (
 	"context"
@@ -20,7 +16,9 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 )
 
-// Env is a running kube-apiserver and etcd with the workload CRDs installed.
+// Env is the real kube-apiserver and etcd (envtest), with the workload CRDs
+// installed, that the Operators' specs run against; its methods build the
+// owner objects they need.
 type Env struct {
 	env *envtestenv.Env
 	// Client talks to the apiserver directly (no cache), so every read

@@ -1,0 +1,176 @@
+package etcdmember
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
+	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
+)
+
+// The three kinds of replacement. Each builds a job for the one flow
+// (replace); they differ only in what they delete, where they are counted
+// and how they check that it is safe.
+
+// replaceTerminalPod deletes a Pod the kubelet left Succeeded or Failed so
+// that the next reconcile recreates it on the same PVC. It is not
+// quorum-gated: after a whole-cluster reboot every member is terminal and
+// all must come back, and deleting a terminal Pod loses nothing (its PVC
+// stays). The quorum state only orders the gate's queue.
+func (s *run) replaceTerminalPod(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
+	cause := replacement.Cause{Phase: string(p.Status.Phase), Reason: pod.TerminationReason(p), Shutdown: pod.IsShutdownTermination(p)}
+	died := fmt.Sprintf("Pod %s is %s (reason %s)", p.Name, cause.Phase, orNone(cause.Reason))
+	// Backfill the UID before anything else: a memory member's pod-loss
+	// check must see it even if this Pod was never recorded.
+	s.m.Status.PodName, s.m.Status.PodUID = p.Name, p.UID
+	return s.replace(ctx, job{
+		action: gate.TerminalPodDelete, cause: cause, podUID: p.UID, died: died,
+		check: func(ctx context.Context) (safety, error) {
+			lost, err := s.quorumLostCached(ctx)
+			return safety{ok: true, quorumLost: lost}, err
+		},
+		remove: func(ctx context.Context) error { return s.cl.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}) },
+		announce: func(total int32) {
+			evType := corev1.EventTypeNormal
+			if !cause.Shutdown {
+				evType = corev1.EventTypeWarning
+			}
+			s.cl.Recorder.Eventf(s.m, evType, "ReplacingTerminalPod",
+				"%s: %s; the kubelet will not restart it; deleted it to recreate it on the same storage (replacement %d)",
+				died, orNone(p.Status.Message), total)
+		},
+	}, memberLedger{s})
+}
+
+// replaceCrashLooping removes a member whose etcd keeps crashing, when
+// quorum holds without it; the cluster reconciler then adds a new member.
+func (s *run) replaceCrashLooping(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
+	return s.removeMember(ctx, job{
+		action: gate.CrashLoopReplace,
+		cause:  replacement.Cause{Phase: string(p.Status.Phase), Reason: "CrashLoop"},
+		podUID: p.UID,
+		died:   fmt.Sprintf("etcd in Pod %s keeps crashing (%d restarts)", p.Name, restarts(p)),
+		check:  s.crashLoopSafety,
+	}, "ReplacingCrashLoopingMember", func() string { return "quorum holds without it" })
+}
+
+// podLoss is one way a memory-backed member's data is known to be gone.
+// confirmed is asked with a LIVE read of the Pod (nil when absent), so a
+// member is never removed because the label-filtered cache missed its Pod.
+type podLoss struct {
+	// reason is the cause recorded, and the metric's reason label.
+	reason    string
+	confirmed func(live *corev1.Pod, recorded types.UID) (lost bool, what string)
+}
+
+// podGone: the Pod the member last ran in is absent or has another UID.
+var podGone = podLoss{reason: "PodLost", confirmed: func(live *corev1.Pod, recorded types.UID) (bool, string) {
+	switch {
+	case live == nil:
+		return true, "is gone"
+	case live.UID != recorded:
+		return true, fmt.Sprintf("was replaced by another Pod (UID %s)", live.UID)
+	}
+	return false, "still exists although the cache does not list it (were its labels changed?)"
+}}
+
+// replaceLostMemoryMember removes a memory-backed member whose data went
+// with its tmpfs: it must come back as a new member with a new ID. Every
+// pod-loss trigger calls it with its own podLoss.
+func (s *run) replaceLostMemoryMember(ctx context.Context, loss podLoss) (ctrl.Result, error) {
+	uid := s.m.Status.PodUID
+	what := ""
+	return s.removeMember(ctx, job{
+		action: gate.PodLossReplace, cause: replacement.Cause{Reason: loss.reason}, podUID: uid,
+		died: fmt.Sprintf("memory-backed Pod UID %s lost (%s)", uid, loss.reason),
+		check: func(ctx context.Context) (safety, error) {
+			live, err := s.livePod(ctx)
+			if err != nil {
+				return safety{}, err
+			}
+			lost := false
+			if lost, what = loss.confirmed(live, uid); !lost {
+				return safety{why: "its Pod " + what}, nil
+			}
+			return s.podLossSafety(ctx)
+		},
+	}, "MemoryMemberLost", func() string { return "its Pod " + what + ", and its in-memory data with it" })
+}
+
+// removeMember finishes a job that deletes the EtcdMember itself, counted
+// and serialized on the EtcdCluster.
+func (s *run) removeMember(ctx context.Context, j job, event string, because func() string) (ctrl.Result, error) {
+	l, err := s.clusterLedger(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	j.remove = func(ctx context.Context) error {
+		return s.cl.Client.Delete(ctx, s.m, client.Preconditions{UID: &s.m.UID})
+	}
+	j.announce = func(total int32) {
+		s.warn(event, "%s and %s; removing member %s so that a new member with a new ID replaces it (replacement %d of etcd cluster %s)",
+			j.died, because(), s.m.Name, total, s.m.Spec.ClusterName)
+	}
+	return s.replace(ctx, j, l)
+}
+
+// crashLoopSafety: replace only if live membership and health say the
+// other voters keep quorum.
+func (s *run) crashLoopSafety(ctx context.Context) (safety, error) {
+	q, err := s.liveQuorum(ctx)
+	switch {
+	case err != nil:
+		return safety{}, err
+	case q.voters == 0:
+		return safety{why: "no other member to hold quorum"}, nil
+	case !q.listed:
+		return safety{why: "etcd membership unreadable"}, nil
+	case !q.holdsWithout():
+		return safety{why: q.String()}, nil
+	}
+	return safe(false)
+}
+
+// podLossSafety: remove only if quorum holds without the member, or is
+// already lost (then removing a member that cannot come back costs
+// nothing, and the gate serves the cluster first); never when etcd did not
+// answer at all, which may be our network rather than etcd.
+func (s *run) podLossSafety(ctx context.Context) (safety, error) {
+	q, err := s.liveQuorum(ctx)
+	switch {
+	case err != nil:
+		return safety{}, err
+	case !q.answered():
+		return safety{why: "no etcd member answered; not removing a member on a guess"}, nil
+	case q.holdsWithout():
+		return safe(false)
+	case q.lost():
+		return safe(true)
+	}
+	return safety{why: "quorum holds only with it: " + q.String()}, nil
+}
+
+// livePod reads the member's Pod from the apiserver; nil when absent.
+func (s *run) livePod(ctx context.Context) (*corev1.Pod, error) {
+	p := &corev1.Pod{}
+	err := s.cl.Reader.Get(ctx, types.NamespacedName{Namespace: s.m.Namespace, Name: s.m.Name}, p)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return p, err
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range p.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
+}

@@ -1,0 +1,245 @@
+package etcdmember
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
+)
+
+// kind is one kind of replacement, set up on a fresh cluster: fault breaks
+// member ec-0, done reports that its replacement was carried out, and
+// record is where the replacement is counted.
+type kind struct {
+	medium v1alpha1.StorageMedium
+	action gate.Action
+	event  string
+	fault  func(h *harness)
+	done   func(h *harness) bool
+	record func(h *harness) *v1alpha1.ReplacementStatus
+}
+
+var (
+	terminalPodKind = kind{medium: "", action: gate.TerminalPodDelete, event: "ReplacingTerminalPod",
+		fault:  func(h *harness) { h.setPod("ec-0", failed("UnexpectedAdmissionError")) },
+		done:   func(h *harness) bool { return h.pod("ec-0") == nil },
+		record: func(h *harness) *v1alpha1.ReplacementStatus { return h.member("ec-0").Status.Replacement },
+	}
+	crashLoopKind = kind{medium: "", action: gate.CrashLoopReplace, event: "ReplacingCrashLoopingMember",
+		fault:  func(h *harness) { h.crashLoop("ec-0") },
+		done:   func(h *harness) bool { return h.removing("ec-0") },
+		record: func(h *harness) *v1alpha1.ReplacementStatus { return h.cluster().Status.Replacement },
+	}
+	podLossKind = kind{medium: v1alpha1.StorageMediumMemory, action: gate.PodLossReplace, event: "MemoryMemberLost",
+		fault:  func(h *harness) { h.losePod("ec-0"); h.etcd.setDown("ec-0", true) },
+		done:   func(h *harness) bool { return h.removing("ec-0") },
+		record: func(h *harness) *v1alpha1.ReplacementStatus { return h.cluster().Status.Replacement },
+	}
+)
+
+var _ = Describe("the one replacement flow", func() {
+	DescribeTable("waits for the shared gate and counts it as throttled, on every path",
+		func(k kind) {
+			h := newHarness(k.medium, 3)
+			h.gate.delay = 1
+			k.fault(h)
+			before := throttledCount(h.ns)
+			h.reconcile("ec-0")
+			Expect(throttledCount(h.ns) - before).To(Equal(1.0))
+			Expect(k.done(h)).To(BeFalse(), "nothing is replaced without a token")
+			Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("waiting for the shared replacement rate limiter"))
+
+			h.reconcile("ec-0")
+			Expect(k.done(h)).To(BeTrue())
+			Expect(h.gate.requests[len(h.gate.requests)-1].Action).To(Equal(k.action))
+			Expect(throttledCount(h.ns) - before).To(Equal(1.0))
+		},
+		Entry("terminal Pod", terminalPodKind),
+		Entry("crash loop", crashLoopKind),
+		Entry("pod loss", podLossKind),
+	)
+
+	DescribeTable("counts a replacement once when its delete fails after the status write",
+		func(k kind, restart bool) {
+			h := newHarness(k.medium, 3)
+			k.fault(h)
+			h.cache.failDeletes = 1
+			_, err := h.reconcileErr("ec-0")
+			Expect(err).To(MatchError(ContainSubstring("injected")))
+			Expect(k.done(h)).To(BeFalse())
+			Expect(k.record(h).Total).To(Equal(int32(1)), "recorded before the delete")
+			_, granted, canceled := h.gate.count()
+			Expect(granted).To(Equal(1))
+			Expect(canceled).To(BeZero(), "the token is spent once the replacement is recorded")
+
+			first := h.gate
+			if restart {
+				h.restart() // the manager restarts between the status write and the delete
+			}
+			h.reconcile("ec-0")
+			Expect(k.done(h)).To(BeTrue())
+			Expect(k.record(h).Total).To(Equal(int32(1)), "no second Record")
+			if restart {
+				requests, _, _ := h.gate.count()
+				Expect(requests).To(BeZero(), "no second token after a restart")
+			} else {
+				requests, granted, _ := first.count()
+				Expect([]int{requests, granted}).To(Equal([]int{1, 1}), "no second token")
+			}
+			Expect(h.events.with(k.event)).To(HaveLen(1), "one Event")
+		},
+		Entry("terminal Pod, same reconciler", terminalPodKind, false),
+		Entry("terminal Pod, manager restart", terminalPodKind, true),
+		Entry("crash loop, same reconciler", crashLoopKind, false),
+		Entry("crash loop, manager restart", crashLoopKind, true),
+		Entry("pod loss, same reconciler", podLossKind, false),
+		Entry("pod loss, manager restart", podLossKind, true),
+	)
+})
+
+var _ = Describe("pod-loss replacement", func() {
+	It("removes nothing when the Pod only dropped out of the label-filtered cache", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		p := h.pod("ec-0")
+		delete(p.Labels, v1alpha1.LabelManagedBy) // the cache no longer lists it
+		Expect(k8sClient.Update(context.Background(), p)).To(Succeed())
+
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeFalse())
+		Expect(h.gate.requests).To(BeEmpty(), "no token asked for on a guess")
+		Expect(h.cluster().Status.Replacement).To(BeNil(), "nothing counted")
+		Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("still exists although the cache does not list it"))
+	})
+
+	It("tells the gate quorum holds when it does", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		podLossKind.fault(h)
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeTrue())
+		Expect(h.gate.requests).To(HaveLen(1))
+		Expect(h.gate.requests[0].QuorumLost).To(BeFalse())
+	})
+
+	It("removes a member whose cluster already lost quorum, and says so to the gate", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		podLossKind.fault(h)
+		h.etcd.setDown("ec-1", true)
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeTrue())
+		Expect(h.gate.requests).To(HaveLen(1))
+		Expect(h.gate.requests[0].QuorumLost).To(BeTrue())
+	})
+
+	It("does not remove a member that quorum still depends on", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		h.losePod("ec-0") // gone from the API, but something still answers as ec-0
+		h.etcd.setDown("ec-1", true)
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeFalse())
+		Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("quorum holds only with it"))
+	})
+})
+
+var _ = Describe("one member removal per etcd cluster", func() {
+	It("replaces one of two crash-looping members and holds the other until the lease is released", func() {
+		h := newHarness("", 5)
+		h.crashLoop("ec-0")
+		h.crashLoop("ec-1")
+		h.reconcile("ec-0")
+		h.now = h.now.Add(testPolicy.MaxBackoff) // the cluster-wide backoff is over: only the lease holds ec-1
+		h.reconcile("ec-1")
+		Expect(h.removing("ec-0")).To(BeTrue())
+		Expect(h.removing("ec-1")).To(BeFalse(), "quorum alone (3 of 5 healthy without either) would have let both go")
+		Expect(readyMessage(h.member("ec-1"))).To(ContainSubstring("member ec-0 of the same etcd cluster is being replaced"))
+		Expect(h.cluster().Status.Replacing.Member).To(Equal("ec-0"))
+
+		h.finalize("ec-0")
+		h.playClusterController()
+		h.now = h.now.Add(testPolicy.MaxBackoff)
+		h.reconcile("ec-1")
+		Expect(h.removing("ec-1")).To(BeTrue())
+	})
+
+	It("lets only one of two racing workers take the lease, even with a stale view", func() {
+		h := newHarness("", 5)
+		h.crashLoop("ec-0")
+		h.crashLoop("ec-1")
+		stale := h.cluster() // ec-1's worker read the EtcdCluster before ec-0 took the lease
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeTrue())
+
+		h.cache.frozen = stale
+		h.now = h.now.Add(testPolicy.MaxBackoff)
+		_, err := h.reconcileErr("ec-1")
+		Expect(err).To(HaveOccurred(), "the lease write conflicts")
+		Expect(h.removing("ec-1")).To(BeFalse())
+	})
+})
+
+var _ = Describe("replacement caps", func() {
+	It("caps terminal-Pod replacements of a member", func() {
+		h := newHarness("", 3)
+		for i := 0; i < int(testPolicy.Cap); i++ {
+			terminalPodKind.fault(h)
+			h.reconcile("ec-0")
+			Expect(h.pod("ec-0")).To(BeNil())
+			h.reconcile("ec-0") // recreates the Pod
+			h.now = h.now.Add(testPolicy.MaxBackoff)
+		}
+		terminalPodKind.fault(h)
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0")).NotTo(BeNil())
+		m := h.member("ec-0")
+		Expect(meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionReplacementsExhausted)).To(BeTrue())
+		Expect(h.events.with("ReplacementsExhausted")).To(ConsistOf(HavePrefix("EtcdMember/ec-0 Warning")))
+	})
+
+	DescribeTable("caps the replacements that remove members per EtcdCluster, with ReplacementsExhausted and an Event on it",
+		func(k kind, fault func(h *harness, name string)) {
+			h := newHarness(k.medium, 5)
+			for _, name := range []string{"ec-0", "ec-1"} {
+				fault(h, name)
+				h.reconcile(name)
+				Expect(h.removing(name)).To(BeTrue())
+				h.finalize(name)
+				h.playClusterController()
+				h.now = h.now.Add(testPolicy.MaxBackoff)
+			}
+			fault(h, "ec-2")
+			h.reconcile("ec-2")
+			Expect(h.removing("ec-2")).To(BeFalse())
+			ec := h.cluster()
+			Expect(ec.Status.Replacement.Total).To(Equal(testPolicy.Cap))
+			Expect(meta.IsStatusConditionTrue(ec.Status.Conditions, v1alpha1.ConditionReplacementsExhausted)).To(BeTrue())
+			Expect(h.events.with("ReplacementsExhausted")).To(ConsistOf(HavePrefix("EtcdCluster/ec Warning")))
+			h.reconcile("ec-2")
+			Expect(h.events.with("ReplacementsExhausted")).To(HaveLen(1), "one Event per exhaustion")
+		},
+		Entry("crash loop", crashLoopKind, func(h *harness, name string) { h.crashLoop(name) }),
+		Entry("pod loss", podLossKind, func(h *harness, name string) { h.losePod(name); h.etcd.setDown(name, true) }),
+	)
+})
+
+// throttledCount reads the throttled counter of one workload cluster as
+// the manager serves it, from the registry.
+func throttledCount(cluster string) float64 {
+	GinkgoHelper()
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "etcdfleet_member_replacements_throttled_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == cluster {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,145 @@
+package memberctl_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+)
+
+// Hard power loss (no shutdown signal) on the "faults" cluster: the kubelet
+// restarts the same Pods in place, PVC data survives, tmpfs does not.
+var _ = Describe("hard power loss", Ordered, func() {
+	const cluster = "faults"
+	var c client.Client
+	BeforeAll(func() { c = clients[cluster] })
+
+	It("of one node replaces its memory member with a new ID; the others keep theirs and every key", func(ctx SpecContext) {
+		const ns, name = "pl-one", "plone"
+		etcd, ids := startCluster(ctx, c, ns, name, true)
+		victim := firstMember(ctx, c, ns, name)
+		k := fleet.Cluster(cluster).Kubelet
+		Expect(k.PowerLoss(ctx, podNode(ctx, c, ns, victim), 2*time.Second)).To(Succeed())
+
+		By("the member on the wiped tmpfs goes, and a new member with a new ID takes its place")
+		Eventually(func(g Gomega) {
+			_, ok := e2eutil.Members(ctx, c, ns, name)[victim]
+			g.Expect(ok).To(BeFalse(), "member %s still there", victim)
+		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
+		now := e2eutil.MemberIDs(ctx, c, ns, name)
+		Expect(now).To(HaveLen(3))
+		for n, id := range ids {
+			if n != victim {
+				Expect(now).To(HaveKeyWithValue(n, id), "a surviving member kept its ID")
+			}
+		}
+		for n, id := range now {
+			if _, old := ids[n]; !old {
+				Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
+			}
+		}
+		Expect(warningEvents(ctx, cluster, ns, victim, "MemoryMemberLost")).NotTo(BeEmpty())
+		etcd.Close()
+		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+		defer etcd.Close()
+		etcd.ExpectKeys(ctx, "k", 100)
+	}, SpecTimeout(6*time.Minute))
+
+	It("of every node resumes a PVC cluster in place: same member IDs, every key, no Pod deleted", func(ctx SpecContext) {
+		const ns, name = "pl-pvc", "plpvc"
+		etcd, ids := startCluster(ctx, c, ns, name, false)
+		etcd.Close()
+		uids := e2eutil.PodUIDs(ctx, c, ns, name)
+		log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
+		Expect(err).NotTo(HaveOccurred())
+		defer log.Stop()
+		Expect(fleet.Cluster(cluster).PowerLoss(ctx, 2*time.Second)).To(Succeed())
+
+		By("waiting for every Pod to restart in place (restartCount+1) and the cluster to be Available")
+		Eventually(func(g Gomega) {
+			for n, uid := range uids {
+				p := pod(ctx, c, ns, n)
+				g.Expect(p.UID).To(Equal(uid))
+				g.Expect(p.Status.ContainerStatuses).NotTo(BeEmpty())
+				g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeNumerically(">=", 1), "Pod %s not restarted yet", n)
+			}
+		}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
+		Expect(e2eutil.PodUIDs(ctx, c, ns, name)).To(Equal(uids))
+		Expect(log.Count(watch.Deleted)).To(BeEmpty(), "no Pod deleted")
+		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+		defer etcd.Close()
+		etcd.ExpectKeys(ctx, "k", 100)
+	}, SpecTimeout(5*time.Minute))
+
+	It("of every node of a memory cluster says QuorumLost and revives no member under an old ID", func(ctx SpecContext) {
+		const ns, name = "pl-all", "plall"
+		etcd, ids := startCluster(ctx, c, ns, name, true)
+		etcd.Close()
+		Expect(fleet.Cluster(cluster).PowerLoss(ctx, 2*time.Second)).To(Succeed())
+		Eventually(func(g Gomega) {
+			ec := &v1alpha1.EtcdCluster{}
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+			cond := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAvailable)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonQuorumLost))
+			for n := range ids {
+				lost, _ := datadirguard.DataDirLost(pod(ctx, c, ns, n))
+				g.Expect(lost).To(BeTrue(), "guard of %s has not refused yet", n)
+			}
+		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for n := range ids {
+				p := &corev1.Pod{}
+				if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, p); err == nil {
+					for _, cs := range p.Status.ContainerStatuses {
+						g.Expect(cs.State.Running).To(BeNil(), "member %s revived on an empty tmpfs", n)
+					}
+				}
+			}
+			members := e2eutil.Members(ctx, c, ns, name)
+			g.Expect(members).To(HaveLen(len(ids)), "nothing removed without quorum")
+			for n, m := range members {
+				g.Expect(m.Status.MemberID).To(Equal(ids[n]))
+			}
+		}).WithTimeout(20 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	}, SpecTimeout(4*time.Minute))
+})
+
+// startCluster creates a 3-member cluster, waits until it is Available,
+// writes 100 keys under "k" and returns a client and the member IDs. The
+// cluster is deleted after the spec, so that later node-wide faults on the
+// shared sandbox cluster do not touch it.
+func startCluster(ctx context.Context, c client.Client, ns, name string, memory bool) (*e2eutil.Etcd, map[string]string) {
+	GinkgoHelper()
+	namespace(ctx, "faults", ns)
+	ec := e2eutil.NewEtcdCluster(ns, name, 3, memory)
+	Expect(c.Create(ctx, ec)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+	e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+	etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster("faults").Config, c, ns, name)
+	etcd.PutKeys(ctx, "k", 100)
+	return etcd, e2eutil.MemberIDs(ctx, c, ns, name)
+}
+
+func values(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

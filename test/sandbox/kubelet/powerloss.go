@@ -1,0 +1,85 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PowerLoss simulates a hard power loss of node: no shutdown signal, so
+// every process on it is SIGKILLed at once and the kubelet dies with them.
+//
+//   - The Node's Ready condition turns Unknown, as the node lifecycle
+//     controller reports a kubelet that stopped posting status.
+//   - Pods stay exactly as the API had them (usually Running and Ready):
+//     nothing on the node writes any more, nor acts on deletes.
+//   - memory-backed emptyDirs are emptied; disk emptyDirs and PVC
+//     directories keep their data.
+//
+// After outage the node boots in the background: the kubelet comes back,
+// marks the Node Ready and starts every non-terminal Pod bound to it again
+// in a new sandbox, same UID: init containers run again, and containers
+// restart with restartCount+1 and lastState terminated (Unknown, 255).
+func (k *Kubelet) PowerLoss(ctx context.Context, node string, outage time.Duration) error {
+	k.mu.Lock()
+	n := k.nodes[node]
+	if n == nil {
+		k.mu.Unlock()
+		return fmt.Errorf("unknown node %q", node)
+	}
+	n.up, n.poweredOff = false, true
+	var victims []*podWorker
+	for _, w := range k.workers {
+		if w.pod.Spec.NodeName == node {
+			victims = append(victims, w)
+		}
+	}
+	k.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, w := range victims {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.stopWith(stopRequest{kind: stopPowerLoss}) }()
+	}
+	wg.Wait()
+	err := k.writeNodeCondition(ctx, node, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+		Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."})
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		select {
+		case <-time.After(outage):
+		case <-k.stopCh():
+			return
+		}
+		if err := k.boot(node); err != nil {
+			k.opts.Logf("kubelet %s: node %s did not boot: %v", k.opts.Cluster, node, err)
+		}
+	}()
+	return err
+}
+
+// boot brings a powered-off node's kubelet back; SetNodeReady resyncs
+// every Pod, which starts the node's Pods again.
+func (k *Kubelet) boot(node string) error {
+	k.mu.Lock()
+	k.nodes[node].poweredOff = false
+	k.mu.Unlock()
+	return k.SetNodeReady(context.Background(), node, true)
+}
+
+// PowerLossAll cuts the power of every Node at once.
+func (k *Kubelet) PowerLossAll(ctx context.Context, outage time.Duration) error {
+	names := k.NodeNames()
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = k.PowerLoss(ctx, n, outage) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
