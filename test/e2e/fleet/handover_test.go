@@ -69,8 +69,11 @@ func handoverSpecs() {
 			next := waitLeader(ctx, leader)
 			takeover := time.Since(killedAt)
 			AddReportEntry("leader failover", fmt.Sprintf("new leader %s after %s", next, takeover.Round(100*time.Millisecond)))
-			// controller-runtime's default lease is 15 s; a standby retries every 2 s.
-			Expect(takeover).To(BeNumerically("<=", 15*time.Second+5*time.Second))
+			// controller-runtime's default lease is 15 s, and a standby retries
+			// every 2 s with up to 1.2x jitter: it can acquire at most
+			// 15 + 2·2.2 s after the last renewal. The rest is slack for a
+			// loaded machine; the figure itself is reported above.
+			Expect(takeover).To(BeNumerically("<=", 15*time.Second+5*time.Second+10*time.Second))
 			expectHealedWithinBound(ctx, logs, before, rebootAt, load)
 		}, SpecTimeout(6*time.Minute))
 	})

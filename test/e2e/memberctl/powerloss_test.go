@@ -28,6 +28,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 	It("of one node replaces its memory member with a new ID; the others keep theirs and every key", func(ctx SpecContext) {
 		const ns, name = "pl-one", "plone"
 		etcd, ids := startCluster(ctx, c, ns, name, true)
+		load := startWorkload(ctx, cluster, ns, name)
 		victim := firstMember(ctx, c, ns, name)
 		k := fleet.Cluster(cluster).Kubelet
 		Expect(k.PowerLoss(ctx, podNode(ctx, c, ns, victim), 2*time.Second)).To(Succeed())
@@ -38,6 +39,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 			g.Expect(ok).To(BeFalse(), "member %s still there", victim)
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
+		load.StopAndCheck()
 		now := e2eutil.MemberIDs(ctx, c, ns, name)
 		Expect(now).To(HaveLen(3))
 		for n, id := range ids {
@@ -65,6 +67,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		defer log.Stop()
+		load := startWorkload(ctx, cluster, ns, name)
 		Expect(fleet.Cluster(cluster).PowerLoss(ctx, 2*time.Second)).To(Succeed())
 
 		By("waiting for every Pod to restart in place (restartCount+1) and the cluster to be Available")
@@ -77,6 +80,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 			}
 		}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		load.StopAndCheck()
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 		Expect(e2eutil.PodUIDs(ctx, c, ns, name)).To(Equal(uids))
 		Expect(log.Count(watch.Deleted)).To(BeEmpty(), "no Pod deleted")

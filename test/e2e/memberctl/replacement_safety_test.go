@@ -33,6 +33,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 5, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
 		putKeys(ctx, ns, name)
+		load := startWorkload(ctx, cluster, ns, name)
 		removals := watchRemovals(ctx, c, ns)
 		defer removals.stop()
 		names := memberNames(ctx, c, ns, name)
@@ -43,6 +44,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 			Should(ConsistOf(names[0], names[1]))
 		stop()
 		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
+		load.StopAndCheck()
 		for _, r := range removals.all() {
 			Expect(r.othersDeleting).To(BeZero(), "member %s was removed while another removal was in flight", r.member)
 			Expect(etcd.HasQuorum(r.readyOthers, r.voters)).To(BeTrue(),
@@ -57,6 +59,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, true))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		putKeys(ctx, ns, name)
+		load := startWorkload(ctx, cluster, ns, name)
 		removals := watchRemovals(ctx, c, ns)
 		defer removals.stop()
 		victim := firstMember(ctx, c, ns, name)
@@ -70,6 +73,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 
 		setPodLabel(ctx, c, ns, victim, v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue)
 		e2eutil.WaitAvailable(ctx, c, ns, name, time.Minute)
+		load.StopAndCheck()
 		Expect(removals.members()).To(BeEmpty())
 		expectKeys(ctx, ns, name)
 	}, SpecTimeout(4*time.Minute))
@@ -80,6 +84,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, true))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		putKeys(ctx, ns, name)
+		load := startWorkload(ctx, cluster, ns, name)
 		k := fleet.Cluster(cluster).Kubelet
 		setAdmission := func(fail bool) {
 			for _, n := range k.NodeNames() {
@@ -116,6 +121,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 			}
 		}
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		load.StopAndCheck()
 		expectKeys(ctx, ns, name)
 	}, SpecTimeout(6*time.Minute))
 })
