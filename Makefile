@@ -61,6 +61,18 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	  echo "binaries: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(TEST_ENV) go test $(GO_TEST_FLAGS) ./...; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz; \
+	  echo "fuzz: $$(( $$(date +%s) - start ))s"
+
+# Native Go fuzz targets, as package:Function. Their seed corpora (f.Add
+# and testdata/fuzz) also run as plain tests with every go test.
+FUZZ_TARGETS ?= ./providers/kubeconfigsecret:FuzzParseKubeconfig ./memberctl/component/pod:FuzzBuild ./memberctl/replacement:FuzzPolicy
+FUZZTIME     ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 10s); make test runs it too.
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  go test -count=1 -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
 .PHONY: test-e2e
 test-e2e: ## Run only the sandbox e2e suites under test/.
