@@ -57,7 +57,7 @@ import (
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
@@ -479,7 +479,7 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 	for _, p := range workloadPerms {
 		granted[p] = true
 	}
-	for _, c := range kubeconfigsecret.DefaultAccessChecks() {
+	for _, c := range app.AccessChecks(operator.PortForward) {
 		for _, v := range c.Verbs {
 			res := c.Resource
 			if c.Subresource != "" {
@@ -1030,7 +1030,7 @@ func TestOnAPIServer(t *testing.T) {
 			)...)
 			// The provider's own pre-flight checks, as it asks them.
 			var pre []perm
-			for _, c := range kubeconfigsecret.DefaultAccessChecks() {
+			for _, c := range app.AccessChecks(operator.PortForward) {
 				res := c.Resource
 				if c.Subresource != "" {
 					res += "/" + c.Subresource
@@ -1302,8 +1302,8 @@ func managerHealsReboot(ctx context.Context, t *testing.T, f *sandbox.Fleet, mc,
 		t.Fatal(err)
 	}
 	mustCreate(ctx, t, mc, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "w1", Labels: map[string]string{kubeconfigsecret.DefaultLabel: "true"}},
-		Data:       map[string][]byte{kubeconfigsecret.DefaultKey: kc},
+		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "w1", Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
+		Data:       map[string][]byte{fleetv1.KubeconfigKey: kc},
 	})
 
 	logs := &syncBuffer{}

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -29,7 +28,6 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
@@ -47,13 +45,12 @@ type Fleet struct {
 	registry  *registry
 }
 
-// Scheme knows the built-in kinds and both etcdfleet API groups.
+// Scheme knows the reconcilers' kinds (operator.AddToScheme: the built-in
+// ones and etcd.etcdfleet.io) and fleet.etcdfleet.io.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, etcdv1.AddToScheme, fleetv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
+	s := operator.Scheme()
+	if err := fleetv1.AddToScheme(s); err != nil {
+		panic(err) // only on a programming error in the scheme builders
 	}
 	return s
 }
@@ -64,7 +61,7 @@ func Scheme() *runtime.Scheme {
 var skipNameValidation = false
 
 // sharedScheme is the Scheme of every workload cluster; never add to it.
-var sharedScheme = sync.OnceValue(Scheme)
+var sharedScheme = sync.OnceValue(operator.Scheme)
 
 // New assembles the fleet manager for the management cluster at cfg.
 func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
@@ -83,18 +80,19 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 				f.Dashboard.Notify(r.Cluster)
 			}
 		}})
-	p, err := kubeconfigsecret.New(providerOptions(c, func(name string) {
+	po := providerOptions(c, func(name string) {
 		if f.Dashboard != nil {
 			f.Dashboard.Notify(name)
 		}
-	}))
+	})
+	p, err := kubeconfigsecret.New(po)
 	if err != nil {
 		return nil, err
 	}
 	f.Provider = p
 	mgr, err := mcmanager.New(restCfg, p, manager.Options{
 		Scheme:                  Scheme(),
-		Cache:                   cache.Options{ByObject: kubeconfigsecret.CacheByObject(c.Namespace)},
+		Cache:                   cache.Options{ByObject: po.CacheByObject()},
 		Metrics:                 metricsserver.Options{BindAddress: c.MetricsBindAddress},
 		HealthProbeBindAddress:  c.HealthProbeBindAddress,
 		LeaderElection:          c.LeaderElection,
@@ -115,6 +113,9 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 	if err := local.Add(f.Limiter); err != nil {
 		return nil, err
 	}
+	if err := local.Add(limiterMetrics{f.Limiter}); err != nil {
+		return nil, err
+	}
 	f.Dashboard = dashboard.New(mgr.GetLocalManager().GetClient(), f, f.Limiter, dashboard.Options{
 		MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
 		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name },
@@ -128,9 +129,13 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 	if err := mgr.Add(f.registry); err != nil {
 		return nil, err
 	}
-	mr := &etcdmember.Reconciler{Clusters: f.registry, Options: memberOptions(c)}
-	cr := &etcdcluster.Reconciler{Clusters: f.registry}
-	if err := setupControllers(mgr, f.registry, mr, cr, c.Workers, grants, f.Dashboard.Notify); err != nil {
+	// The EtcdCluster reconciles run on every change of an EtcdCluster or
+	// of its members (readiness, quorum, replacement counts), which is
+	// exactly what the dashboard shows.
+	if err := operator.SetupMulticluster(mgr, operator.MulticlusterOptions{
+		Clusters: f.registry, Member: memberOptions(c), Workers: c.Workers,
+		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
+	}); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -157,37 +162,33 @@ func (f *Fleet) newCluster(c settings.Config) func(context.Context, string, clus
 
 func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.Options {
 	return kubeconfigsecret.Options{
-		Namespace: c.Namespace, QPS: float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
+		Namespace: c.Namespace, Label: fleetv1.RegistrationLabel, Key: fleetv1.KubeconfigKey,
+		PausedAnnotation: fleetv1.PausedAnnotation,
+		QPS:              float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
 		PreflightTimeout: c.Clusters.PreflightTimeout, ProbeInterval: c.Clusters.ProbeInterval,
 		ProbeTimeout: c.Clusters.ProbeTimeout, FailureThreshold: c.Clusters.FailureThreshold,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			// One Scheme and one RESTMapper for all workload clusters:
 			// both are read-only once built, and each would otherwise
 			// cost a few hundred KiB per cluster.
-			o.Scheme = sharedScheme()
 			o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return operator.RESTMapper(), nil }
 			o.Cache.ByObject = operator.CacheByObject()
 			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
 		}},
-		AccessChecks: accessChecks(operator.Access(c.EtcdAccess)),
+		Scheme:       sharedScheme(),
+		WatchedKinds: operator.WatchedKinds(),
+		AccessChecks: AccessChecks(operator.Access(c.EtcdAccess)),
 		OnChange:     onChange,
 		Prepare:      prepare(c),
 	}
 }
 
-// accessChecks are the provider's defaults with the port-forward verb that
-// the configured etcd access needs, or without port-forward for direct.
-func accessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
-	verb := a.PortForwardVerb()
+// AccessChecks are the permissions the reconcilers need with etcd access
+// a (operator.AccessChecks), as the provider's pre-flight checks them.
+func AccessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
 	var out []kubeconfigsecret.AccessCheck
-	for _, ch := range kubeconfigsecret.DefaultAccessChecks() {
-		if ch.Subresource == "portforward" {
-			if verb == "" {
-				continue
-			}
-			ch.Verbs = []string{verb}
-		}
-		out = append(out, ch)
+	for _, c := range operator.AccessChecks(a) {
+		out = append(out, kubeconfigsecret.AccessCheck(c))
 	}
 	return out
 }
