@@ -70,16 +70,15 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 	}
 	f := &Fleet{}
 	grants := make(chan event.TypedGenericEvent[gate.Request], 1024)
-	f.Limiter = limiter.New(limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst,
-		OnGrant: func(r gate.Request) {
-			select { // never block the limiter: the requeue-after is the fallback
-			case grants <- event.TypedGenericEvent[gate.Request]{Object: r}:
-			default:
-			}
-			if f.Dashboard != nil {
-				f.Dashboard.Notify(r.Cluster)
-			}
-		}})
+	f.Limiter = limiter.New(limiterOptions(c, func(r gate.Request) {
+		select { // never block the limiter: the requeue-after is the fallback
+		case grants <- event.TypedGenericEvent[gate.Request]{Object: r}:
+		default:
+		}
+		if f.Dashboard != nil {
+			f.Dashboard.Notify(r.Cluster)
+		}
+	}))
 	po := providerOptions(c, func(name string) {
 		if f.Dashboard != nil {
 			f.Dashboard.Notify(name)
@@ -116,10 +115,7 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 	if err := local.Add(limiterMetrics{f.Limiter}); err != nil {
 		return nil, err
 	}
-	f.Dashboard = dashboard.New(mgr.GetLocalManager().GetClient(), f, f.Limiter, dashboard.Options{
-		MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
-		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name },
-	})
+	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, dashboardOptions(c))
 	if err := local.Add(f.Dashboard); err != nil {
 		return nil, err
 	}
@@ -206,6 +202,18 @@ func prepare(c settings.Config) func(context.Context, *rest.Config) error {
 		}
 		return config.Apply(ctx, cl, "etcdfleet-manager", config.WorkloadCRDs())
 	}
+}
+
+// The options of each part, from the settings. Zero settings never reach
+// here (Validate), and settings.Default is made of the parts' own defaults.
+
+func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Options {
+	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, OnGrant: onGrant}
+}
+
+func dashboardOptions(c settings.Config) dashboard.Options {
+	return dashboard.Options{MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
+		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name }}
 }
 
 func memberOptions(c settings.Config) etcdmember.Options {
