@@ -5,8 +5,9 @@
 //
 // # Setup
 //
-// A single-cluster operator calls SetupWithManager on a controller-runtime
-// manager whose cache was narrowed with CacheByObject and UncachedObjects.
+// A single-cluster operator builds its controller-runtime manager with
+// ManagerOptions (Scheme, narrowed caches, uncached kinds) and calls
+// SetupWithManager.
 // A multicluster one (the fleet) calls SetupMulticluster on a
 // multicluster-runtime manager and NewCluster for every engaged cluster,
 // and configures its cluster provider with Scheme, WatchedKinds,

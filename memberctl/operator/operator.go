@@ -123,7 +123,18 @@ type Options struct {
 	MaxConcurrentReconciles int
 }
 
-// SetupWithManager runs both reconcilers for mgr's single cluster.
+// ManagerOptions returns o with what a single-cluster manager needs for
+// SetupWithManager: the Scheme, the narrowed caches and the uncached kinds,
+// all derived from workload.Kinds.
+func ManagerOptions(o ctrl.Options) ctrl.Options {
+	o.Scheme = Scheme()
+	o.Cache.ByObject = CacheByObject()
+	o.Client.Cache = &client.CacheOptions{DisableFor: UncachedObjects()}
+	return o
+}
+
+// SetupWithManager runs both reconcilers for mgr's single cluster, whose
+// options came from ManagerOptions.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 4
