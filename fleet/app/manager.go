@@ -75,18 +75,33 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		case grants <- event.TypedGenericEvent[gate.Request]{Object: r}:
 		default:
 		}
-		if f.Dashboard != nil {
-			f.Dashboard.Notify(r.Cluster)
-		}
+		f.notify(r.Cluster)
 	}))
-	po := providerOptions(c, func(name string) {
-		if f.Dashboard != nil {
-			f.Dashboard.Notify(name)
-		}
-	})
+	if err := f.newManager(restCfg, c); err != nil {
+		return nil, err
+	}
+	if err := f.addParts(c, grants); err != nil {
+		return nil, err
+	}
+	if err := f.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return f, f.Manager.AddReadyzCheck("ping", healthz.Ping)
+}
+
+// notify tells the dashboard that cluster changed, once there is one.
+func (f *Fleet) notify(cluster string) {
+	if f.Dashboard != nil {
+		f.Dashboard.Notify(cluster)
+	}
+}
+
+// newManager builds the provider and the multicluster manager around it.
+func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
+	po := providerOptions(c, f.notify)
 	p, err := kubeconfigsecret.New(po)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.Provider = p
 	mgr, err := mcmanager.New(restCfg, p, manager.Options{
@@ -102,42 +117,35 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &skipNameValidation},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.Manager = mgr
-	if err := p.SetupWithManager(context.Background(), mgr); err != nil {
-		return nil, err
-	}
-	local := mgr.GetLocalManager()
-	if err := local.Add(f.Limiter); err != nil {
-		return nil, err
-	}
-	if err := local.Add(limiterMetrics{f.Limiter}); err != nil {
-		return nil, err
-	}
+	return p.SetupWithManager(context.Background(), mgr)
+}
+
+// addParts adds the limiter, its metrics, the dashboard, the registry and
+// the reconcilers to the manager.
+func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
+	local := f.Manager.GetLocalManager()
 	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, dashboardOptions(c))
-	if err := local.Add(f.Dashboard); err != nil {
-		return nil, err
+	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}, f.Dashboard} {
+		if err := local.Add(r); err != nil {
+			return err
+		}
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
 		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name) },
 		known: func(name string) bool { _, ok := f.Provider.State(name); return ok }}
-	if err := mgr.Add(f.registry); err != nil {
-		return nil, err
+	if err := f.Manager.Add(f.registry); err != nil {
+		return err
 	}
 	// The EtcdCluster reconciles run on every change of an EtcdCluster or
 	// of its members (readiness, quorum, replacement counts), which is
 	// exactly what the dashboard shows.
-	if err := operator.SetupMulticluster(mgr, operator.MulticlusterOptions{
+	return operator.SetupMulticluster(f.Manager, operator.MulticlusterOptions{
 		Clusters: f.registry, Member: memberOptions(c), Workers: c.Workers,
 		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
-	}); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	return f, mgr.AddReadyzCheck("ping", healthz.Ping)
+	})
 }
 
 // Start runs the fleet until ctx ends.
