@@ -39,10 +39,11 @@ import (
 const secretNS = "fleet-kubeconfigs"
 
 // The provider is generic: the registration label, key and paused
-// annotation are the caller's. These differ from etcdfleet's own to show it.
+// annotation are the caller's; the label and annotation here differ from
+// etcdfleet's own to show it.
 const (
 	testLabel  = "test.example/workload-kubeconfig"
-	testKey    = "config"
+	testKey    = "kubeconfig"
 	testPaused = "test.example/paused"
 )
 
