@@ -128,10 +128,13 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
 	local := f.Manager.GetLocalManager()
 	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, dashboardOptions(c))
-	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}, f.Dashboard} {
+	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}} {
 		if err := local.Add(r); err != nil {
 			return err
 		}
+	}
+	if err := f.Dashboard.SetupWithManager(local); err != nil {
+		return err
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
 		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name) },
@@ -216,7 +219,8 @@ func prepare(c settings.Config) func(context.Context, *rest.Config) error {
 // here (Validate), and settings.Default is made of the parts' own defaults.
 
 func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Options {
-	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, OnGrant: onGrant}
+	// StartEmpty: a new leader must not spend a second burst (limiter doc).
+	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true, OnGrant: onGrant}
 }
 
 func dashboardOptions(c settings.Config) dashboard.Options {
@@ -236,11 +240,21 @@ func (f *Fleet) Clusters() []dashboard.ClusterInfo {
 	states := f.Provider.States()
 	out := make([]dashboard.ClusterInfo, 0, len(states))
 	for _, s := range states {
-		out = append(out, dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
-			Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
-			LastProbeTime: s.LastProbeTime, Paused: s.Paused})
+		out = append(out, clusterInfo(s))
 	}
 	return out
+}
+
+// Cluster implements dashboard.Source.
+func (f *Fleet) Cluster(name string) (dashboard.ClusterInfo, bool) {
+	s, ok := f.Provider.State(name)
+	return clusterInfo(s), ok
+}
+
+func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
+	return dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
+		Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
+		LastProbeTime: s.LastProbeTime, Paused: s.Paused}
 }
 
 // EtcdObjects implements dashboard.Source, from the cluster's cache.

@@ -7,31 +7,34 @@
 // # Setup
 //
 // The fleet wiring implements Source (the registered Secrets with their
-// last probe, and each engaged cluster's EtcdClusters and EtcdMembers from
-// its cache) and adds the Writer to the manager of the management cluster:
+// last probe, one of them by key, and each engaged cluster's EtcdClusters
+// and EtcdMembers from its cache) and sets the Writer up on the manager
+// of the management cluster:
 //
 //	w := dashboard.New(mgr.GetClient(), src, lim, dashboard.Options{}) // lim: *limiter.Limiter, or nil
-//	_ = mgr.Add(w) // leader-elected
+//	err := w.SetupWithManager(mgr) // a leader-elected controller named "dashboard"
 //
 // The client must read from the manager's cache and its scheme must know
 // core/v1 and fleet/api/v1alpha1. The manager needs RBAC to get, list,
 // watch, create, update and delete fleetclusters and fleets, and to update
 // their status (see the kubebuilder markers in writer.go). Zero Options
-// fields take the Default* constants.
+// fields take the Default* constants (DefaultOptions has them all).
 //
 // Clusters are named by Options.ClusterKey, "<namespace>/<name>" of the
-// Secret unless set: that is the name Notify and Source.EtcdObjects take
-// and the key of the limiter's WaitingByCluster and ThrottledByCluster, so
-// it must match the cluster name the wiring gives gate.Request.Cluster.
+// Secret unless set: that is the name Notify, Source.Cluster and
+// Source.EtcdObjects take and the key of the limiter's WaitingByCluster
+// and ThrottledByCluster, so it must match the cluster name the wiring
+// gives gate.Request.Cluster.
 //
 // # Usage
 //
-// Call Notify(cluster) whenever an EtcdCluster or EtcdMember of a cluster
-// changes (from an event handler, say); it never blocks and calls are
-// merged. Changes of a ClusterInfo and of the limiter's numbers are
-// noticed without Notify at the next pass, which is at the latest the next
-// Options.Resync, when everything is re-read anyway. FleetPaused reads the Fleet's
-// spec.paused from the manager's cache for the wiring to honour.
+// Call Notify(cluster) whenever a cluster's registration or connection
+// changes, an EtcdCluster or EtcdMember of it changes, or the limiter
+// granted it a replacement. It never blocks and is never dropped; calls
+// are merged. What nobody notifies about (limiter counts, probe times) is
+// picked up by the next Options.Resync, when every cluster is recomputed
+// anyway. FleetPaused reads the Fleet's spec.paused from the manager's
+// cache for the wiring to honour.
 //
 // A FleetCluster has the Secret's namespace and name and an owner
 // reference to it (not a controller, not blocking deletion), so it is
@@ -67,39 +70,65 @@
 //
 // SummarizeEtcd is pure. An EtcdCluster is quorate when its Available
 // condition is True, or when the ready non-learner members in
-// status.members reach a majority of max(spec.replicas, voters), as the
-// cluster controller counts quorum; one scaled to 0 replicas is paused on
+// status.members reach a majority (memberctl/etcd.HasQuorum) of
+// max(spec.replicas, voters), as the cluster controller counts quorum; one
+// scaled to 0 replicas is paused on
 // purpose and ranks as healthy. States are ordered quorum lost,
 // unavailable, degraded (fewer ready than desired), healthy, then by
 // namespace and name, and cut to MaxEtcdClusterStates (the counts cover
 // every cluster).
 //
-// The Writer runs one goroutine. A pass reads Source.Clusters, the
-// limiter snapshot and the Fleet, and marks dirty every cluster that was
-// notified, whose ClusterInfo (bar lastProbeTime) or limiter numbers
-// changed, or all of them on a resync or when spec.paused flipped. A dirty
-// cluster is recomputed from its cache only when its FleetCluster may be
-// written (below); otherwise it stays dirty and the loop wakes when it
-// may. A recomputed status is compared with the cached FleetCluster's
-// using equality.Semantic, with times truncated to the second as the
-// apiserver stores them, and a lastProbeTime that moved by less than
-// ProbeRefresh ignored. Only a difference is written, with Update on the
-// status subresource at the cached resourceVersion. The Fleet is
-// recomputed from the latest cluster statuses whenever one changed.
+// The Writer is a controller-runtime controller with one worker on the
+// manager of the management cluster, leader-elected, so only the leader
+// writes. Its workqueue holds typed requests, at most one of each: one per
+// cluster key (its FleetCluster), one for the Fleet, one for the orphan
+// collection and one resync.
 //
-// Every write (create, owner fix, status update, delete; failed attempts
-// included) stamps its object, and the next write of that object waits
-// Options.MinInterval. So a burst of changes costs at most one write per
-// object per MinInterval and the last write carries the latest state:
-// during a fleet reboot the management apiserver sees a steady trickle,
-// not a storm. A pass woken by Notify starts at least 100 ms after the
-// previous one, so a burst of Notify calls costs one pass.
+//   - Sources: a source.TypedFunc hands Notify the queue (a channel
+//     source's buffer is bounded: a full one would block the limiter's
+//     grant hook or drop the call) and queues the first resync, which
+//     covers Notify calls made before the controller started; a
+//     source.TypedKind on the Fleet queues a resync when its generation
+//     changes (spec.paused).
+//   - Pacing: the queue's rate limiter is a pacer that holds every request
+//     but the resync until MinInterval after its last reconcile began,
+//     from time alone, so a burst of Notify calls neither adds writes nor
+//     pushes a request back. Notify and the other requests add through it
+//     (AddRateLimited); the reconcile checks it again, so a request added
+//     otherwise waits too (RequeueAfter). Each reconcile makes at most one
+//     write, so each object is written at most once per MinInterval and
+//     the last write carries the latest state.
+//   - The resync lists Source.Clusters, takes a limiter snapshot, queues
+//     every cluster, the Fleet and the orphan collection, forgets
+//     unregistered clusters, and comes back after Resync (RequeueAfter).
+//   - A cluster request looks its ClusterInfo up (Source.Cluster), reads
+//     its etcd objects (connected clusters only) and makes at most one
+//     write: create the FleetCluster, fix its owner, or update its status.
+//     The recomputed status is compared with the cached FleetCluster's
+//     using equality.Semantic, with times truncated to the second as the
+//     apiserver stores them, and a lastProbeTime that moved by less than
+//     ProbeRefresh ignored; only a difference is written, with Update on
+//     the status subresource at the cached resourceVersion. A status that
+//     differs from the one computed before queues the Fleet. A failed or
+//     unfinished write comes back after MinInterval. An unregistered key
+//     drops the cluster from the Fleet and queues the orphan collection.
+//   - The Fleet request creates a missing Fleet (unpaused), or aggregates
+//     the latest status of every registered cluster and writes it if it
+//     changed.
+//   - The orphan collection deletes FleetClusters unregistered for
+//     OrphanGrace (with a UID precondition) and comes back when the next
+//     is due.
+//   - Limiter snapshots copy a map entry per cluster, so cluster requests
+//     share the last one unless a Notify came since; the resync and the
+//     Fleet take a fresh one.
 //
 // # Trade-offs
 //
 //   - The dashboard lags reality by up to MinInterval (2 s), plus up to
-//     Resync (10 s) for what nobody Notifies about, including a change of
-//     the Fleet's spec.paused (FleetPaused itself reads the cache at once).
+//     Resync (10 s) for what nobody Notifies about. A Notify right after a
+//     recomputation that wrote nothing still waits out MinInterval: the
+//     pacer counts recomputations, not only writes, which bounds the CPU
+//     spent per cluster as well as the writes.
 //   - A new FleetCluster shows no status for one MinInterval: creating it
 //     is a write, so its status is the next one.
 //   - Comparing against the cache can see an object older than our last
@@ -109,13 +138,19 @@
 //   - Unregistered FleetClusters linger for OrphanGrace (30 s), so that a
 //     wiring which lists its Secrets only after the Writer starts does not
 //     delete every FleetCluster, and their last known state, on a restart.
+//     The orphan collection is paced as one request, not per object: a
+//     Secret registered again just as its orphan is deleted can see its
+//     FleetCluster created within MinInterval of the delete.
 //   - A disconnected cluster's counts are as old as its last contact; the
 //     Ready and Connected conditions say so. replacementsThrottled keeps
 //     its last value when the limiter has forgotten a disconnected cluster.
 //   - Ready requires the member sums to match, so a cluster with one
 //     EtcdCluster above and one below its size can read Ready; the
 //     per-cluster states list still shows the short one as degraded.
-//   - The Fleet is aggregated from this replica's view of every cluster;
-//     with thousands of clusters one pass costs a few thousand map lookups,
-//     and each write is one small status update.
+//   - One worker writes serially. A resync of thousands of clusters is
+//     thousands of cache reads and comparisons but writes only what
+//     changed; during a fleet reboot the writes queue behind each other
+//     and each carries the latest state when its turn comes.
+//   - The Fleet is aggregated from this replica's view of every cluster,
+//     at most once per MinInterval, from Source.Clusters.
 package dashboard

@@ -34,6 +34,10 @@ type ClusterInfo struct {
 type Source interface {
 	// Clusters returns every registered Secret.
 	Clusters() []ClusterInfo
+	// Cluster returns the registered Secret whose Options.ClusterKey is
+	// cluster, and false when none is. The writer looks one cluster up per
+	// change, so this should not build the whole list.
+	Cluster(cluster string) (ClusterInfo, bool)
 	// EtcdObjects returns the EtcdClusters and EtcdMembers of a workload
 	// cluster from that cluster's cache, or an error if the cluster is not
 	// engaged. cluster is Options.ClusterKey of the cluster's ClusterInfo.
@@ -68,7 +72,8 @@ const (
 )
 
 // Timeouts of reads that should be answered from memory at once, so a
-// cache that is not synced cannot stall the loop or FleetPaused's caller.
+// cache that is not synced cannot stall the controller or FleetPaused's
+// caller.
 const (
 	fleetReadTimeout = 5 * time.Second
 	etcdReadTimeout  = 2 * time.Second
@@ -76,7 +81,8 @@ const (
 
 // Options configure a Writer. Zero fields take the Default* values.
 type Options struct {
-	// MinInterval is the shortest time between two writes of one object.
+	// MinInterval is the shortest time between two writes of one object
+	// (and between two recomputations of it).
 	MinInterval time.Duration
 	// Resync is how often every cluster is recomputed without Notify.
 	Resync time.Duration
@@ -93,6 +99,9 @@ type Options struct {
 
 // DefaultClusterKey names a cluster "<namespace>/<name>" of its Secret.
 func DefaultClusterKey(c ClusterInfo) string { return c.Namespace + "/" + c.Name }
+
+// DefaultOptions returns Options with every field at its default.
+func DefaultOptions() Options { return Options{}.withDefaults() }
 
 // withDefaults returns o with every zero or negative field set to its default.
 func (o Options) withDefaults() Options {

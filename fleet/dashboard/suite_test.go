@@ -87,16 +87,22 @@ type running struct {
 // manager stops when the spec ends.
 func startWriter(src Source, lim LimiterStats, opts Options) running {
 	GinkgoHelper()
-	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	return startWriterWith(src, lim, opts, manager.Options{})
+}
+
+// startWriterWith is startWriter on a manager with mgrOpts (scheme,
+// metrics, probes and name validation are set here).
+func startWriterWith(src Source, lim LimiterStats, opts Options, mgrOpts manager.Options) running {
+	GinkgoHelper()
+	mgrOpts.Scheme = scheme
+	mgrOpts.Metrics = metricsserver.Options{BindAddress: "0"}
+	mgrOpts.HealthProbeBindAddress = "0"
+	mgrOpts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := manager.New(cfg, mgrOpts)
 	Expect(err).NotTo(HaveOccurred())
 	cc := &countingClient{Client: mgr.GetClient(), n: map[string]int{}}
 	w := New(cc, src, lim, opts)
-	Expect(mgr.Add(w)).To(Succeed())
+	Expect(w.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -133,6 +139,17 @@ func (c *countingClient) Writes(obj client.Object) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[writeKey(obj)]
+}
+
+// total returns how many writes were made to any object so far.
+func (c *countingClient) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := 0
+	for _, n := range c.n {
+		t += n
+	}
+	return t
 }
 
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
@@ -181,8 +198,10 @@ type stubSource struct {
 	clusters []ClusterInfo
 	etcd     map[string]stubEtcd
 	// probeNow, when set, stamps LastProbeTime = now on every Clusters
-	// call, as a wiring probing continuously would.
+	// and Cluster call, as a wiring probing continuously would.
 	probeNow bool
+	// lookups counts Cluster calls per key: one per recomputation.
+	lookups map[string]int
 }
 
 type stubEtcd struct {
@@ -191,7 +210,9 @@ type stubEtcd struct {
 	err      error
 }
 
-func newStubSource() *stubSource { return &stubSource{etcd: map[string]stubEtcd{}} }
+func newStubSource() *stubSource {
+	return &stubSource{etcd: map[string]stubEtcd{}, lookups: map[string]int{}}
+}
 
 func (s *stubSource) Clusters() []ClusterInfo {
 	s.mu.Lock()
@@ -203,6 +224,28 @@ func (s *stubSource) Clusters() []ClusterInfo {
 		}
 	}
 	return out
+}
+
+func (s *stubSource) Cluster(key string) (ClusterInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lookups[key]++
+	for _, c := range s.clusters {
+		if DefaultClusterKey(c) == key {
+			if s.probeNow {
+				c.LastProbeTime = time.Now()
+			}
+			return c, true
+		}
+	}
+	return ClusterInfo{}, false
+}
+
+// Lookups returns how many times the writer recomputed the cluster key.
+func (s *stubSource) Lookups(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups[key]
 }
 
 func (s *stubSource) EtcdObjects(_ context.Context, cluster string) ([]etcdv1.EtcdCluster, []etcdv1.EtcdMember, error) {

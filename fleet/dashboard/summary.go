@@ -9,6 +9,7 @@ import (
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
 // EtcdSummary is the etcd health of one workload cluster.
@@ -112,9 +113,9 @@ func SummarizeEtcd(clusters []etcdv1.EtcdCluster, members []etcdv1.EtcdMember) E
 // StateOf is the state of one EtcdCluster. Quorum is true when the
 // Available condition is True, or when the ready voters in status.members
 // (members that are not learners) reach a majority of
-// max(spec.replicas, voters), as the cluster controller counts it.
-// A cluster with nothing to be a majority of (0 replicas, no voters) has
-// quorum.
+// max(spec.replicas, voters) by etcd.HasQuorum, as the cluster controller
+// counts it. A cluster with nothing to be a majority of (0 replicas, no
+// voters) has quorum.
 func StateOf(ec *etcdv1.EtcdCluster) fleetv1.EtcdClusterState {
 	desired := etcdv1.DefaultReplicas
 	if ec.Spec.Replicas != nil {
@@ -140,7 +141,6 @@ func StateOf(ec *etcdv1.EtcdCluster) fleetv1.EtcdClusterState {
 		st.Available = c.Status == metav1.ConditionTrue
 		st.Reason = c.Reason
 	}
-	base := max(desired, voters)
-	st.Quorum = st.Available || readyVoters >= base/2+1 || base == 0
+	st.Quorum = st.Available || etcd.HasQuorum(int(readyVoters), int(max(desired, voters)))
 	return st
 }

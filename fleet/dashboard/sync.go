@@ -6,24 +6,80 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 )
 
 // syncCluster recomputes one cluster and makes at most one write for its
 // FleetCluster: create it, fix its owner reference, or update its status.
-// It returns true when nothing is left to do for the cluster.
-func (w *Writer) syncCluster(ctx context.Context, info ClusterInfo, key string, stats *limiter.Stats, paused bool, now time.Time) bool {
+func (w *Writer) syncCluster(ctx context.Context, key string, now time.Time) reconcile.Result {
+	info, ok := w.src.Cluster(key)
+	if !ok || info.Name == "" || info.Namespace == "" {
+		// Unregistered: the Fleet drops it, and its FleetCluster is an
+		// orphan now.
+		if _, known := w.latest[key]; known {
+			delete(w.latest, key)
+			w.enqueue(fleetRequest)
+		}
+		w.enqueue(orphansRequest)
+		return reconcile.Result{}
+	}
 	nn := types.NamespacedName{Namespace: info.Namespace, Name: info.Name}
-	log := w.log.WithValues("fleetCluster", nn)
-	in := clusterInput{info: info, fleetPaused: paused}
-	if stats != nil {
+	log := log.FromContext(ctx).WithValues("fleetCluster", nn)
+	in := w.clusterInput(ctx, info, key)
+
+	var fc fleetv1.FleetCluster
+	err := w.c.Get(ctx, nn, &fc)
+	switch {
+	case apierrors.IsNotFound(err):
+		w.remember(key, buildClusterStatus(nil, in, 0, now))
+		fc = fleetv1.FleetCluster{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}
+		fc.OwnerReferences, _ = withSecretOwner(nil, info)
+		if err := w.c.Create(ctx, &fc); err != nil && !apierrors.IsAlreadyExists(err) {
+			log.Error(err, "creating the FleetCluster")
+		}
+		return w.retry() // its status follows once MinInterval has passed
+	case err != nil:
+		log.Error(err, "reading the FleetCluster")
+		return w.retry()
+	case fc.DeletionTimestamp != nil:
+		return w.retry() // recreated once it is gone
+	}
+
+	want := buildClusterStatus(&fc.Status, in, fc.Generation, now)
+	w.remember(key, want)
+	if refs, ok := withSecretOwner(fc.OwnerReferences, info); !ok {
+		fc.OwnerReferences = refs
+		if err := w.c.Update(ctx, &fc); err != nil {
+			logWriteError(log, err, "setting the FleetCluster's owner")
+		}
+		return w.retry()
+	}
+	if !clusterStatusChanged(&fc.Status, &want, w.opts.ProbeRefresh) {
+		return reconcile.Result{}
+	}
+	fc.Status = want
+	if err := w.c.Status().Update(ctx, &fc); err != nil {
+		logWriteError(log, err, "updating the FleetCluster's status")
+		return w.retry()
+	}
+	return reconcile.Result{}
+}
+
+// clusterInput gathers what a cluster's status is computed from: its
+// info, the Fleet's pause, the limiter's numbers and its etcd objects, or
+// the last known counts when those cannot be read.
+func (w *Writer) clusterInput(ctx context.Context, info ClusterInfo, key string) clusterInput {
+	in := clusterInput{info: info, fleetPaused: w.FleetPaused()}
+	if stats := w.limiterStats(false); stats != nil {
 		in.waiting = stats.WaitingByCluster[key]
 		in.throttled, in.throttledKnown = stats.ThrottledByCluster[key]
 	}
@@ -39,58 +95,19 @@ func (w *Writer) syncCluster(ctx context.Context, info ClusterInfo, key string, 
 		}
 	}
 	if in.etcd == nil && w.latest[key] != nil {
-		// Last known beats last written: a deferred write may be newer.
+		// Last known beats last written: a failed write may be newer.
 		s := summaryOfStatus(w.latest[key])
 		in.etcd = &s
 	}
-
-	var fc fleetv1.FleetCluster
-	err := w.c.Get(ctx, nn, &fc)
-	switch {
-	case apierrors.IsNotFound(err):
-		w.remember(key, buildClusterStatus(nil, in, 0, now))
-		fc = fleetv1.FleetCluster{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}
-		fc.OwnerReferences, _ = withSecretOwner(nil, info)
-		w.wrote(nn, now)
-		if err := w.c.Create(ctx, &fc); err != nil && !apierrors.IsAlreadyExists(err) {
-			log.Error(err, "creating the FleetCluster")
-		}
-		return false // its status follows once MinInterval has passed
-	case err != nil:
-		log.Error(err, "reading the FleetCluster")
-		return false
-	case fc.DeletionTimestamp != nil:
-		return false // recreated once it is gone
-	}
-
-	want := buildClusterStatus(&fc.Status, in, fc.Generation, now)
-	w.remember(key, want)
-	if refs, ok := withSecretOwner(fc.OwnerReferences, info); !ok {
-		fc.OwnerReferences = refs
-		w.wrote(nn, now)
-		if err := w.c.Update(ctx, &fc); err != nil {
-			logWriteError(log, err, "setting the FleetCluster's owner")
-		}
-		return false
-	}
-	if !clusterStatusChanged(&fc.Status, &want, w.opts.ProbeRefresh) {
-		return true
-	}
-	fc.Status = want
-	w.wrote(nn, now)
-	if err := w.c.Status().Update(ctx, &fc); err != nil {
-		logWriteError(log, err, "updating the FleetCluster's status")
-		return false
-	}
-	return true
+	return in
 }
 
-// remember keeps a cluster's latest status for the Fleet, which needs
-// recomputing when it changed.
+// remember keeps a cluster's latest status for the Fleet, which is
+// recomputed when it changed.
 func (w *Writer) remember(key string, st fleetv1.FleetClusterStatus) {
 	if prev := w.latest[key]; prev == nil || !semanticEqual(prev, &st) {
 		w.latest[key] = &st
-		w.fleetDirty = true
+		w.enqueue(fleetRequest)
 	}
 }
 
@@ -131,22 +148,36 @@ func withSecretOwner(refs []metav1.OwnerReference, info ClusterInfo) ([]metav1.O
 	return out, found && len(out) == len(refs)
 }
 
-// ensureFleet returns the Fleet from the cache, creating it (unpaused) when
-// it is missing. It returns nil until the Fleet can be read.
-func (w *Writer) ensureFleet(ctx context.Context, now time.Time) *fleetv1.Fleet {
+// syncFleet recomputes the Fleet's status from the latest cluster
+// statuses and writes it if it changed. A missing Fleet is created first
+// (unpaused); its status follows once MinInterval has passed.
+func (w *Writer) syncFleet(ctx context.Context, now time.Time) reconcile.Result {
+	log := log.FromContext(ctx)
 	var f fleetv1.Fleet
-	err := w.c.Get(ctx, fleetKey, &f)
-	if err == nil {
-		return &f
+	switch err := w.c.Get(ctx, fleetKey, &f); {
+	case apierrors.IsNotFound(err):
+		w.createFleet(ctx, log)
+		return w.retry()
+	case err != nil:
+		log.Error(err, "reading the Fleet")
+		return w.retry()
 	}
-	if !apierrors.IsNotFound(err) {
-		w.log.Error(err, "reading the Fleet")
-		return nil
+	paused := f.Spec.Paused
+	w.paused.Store(paused)
+	want := buildFleetStatus(&f.Status, w.rows(paused, now), w.limiterStats(true), paused, f.Generation, now)
+	if semanticEqual(&f.Status, &want) {
+		return reconcile.Result{}
 	}
-	if _, ok := w.due(fleetKey, now); !ok {
-		return nil
+	f.Status = want
+	if err := w.c.Status().Update(ctx, &f); err != nil {
+		logWriteError(log, err, "updating the Fleet's status")
+		return w.retry()
 	}
-	w.wrote(fleetKey, now)
+	return reconcile.Result{}
+}
+
+// createFleet creates the Fleet, unpaused.
+func (w *Writer) createFleet(ctx context.Context, log logr.Logger) {
 	// Unstructured, so that spec.paused=false is stored (the typed field
 	// is omitempty) and kubectl prints "false" rather than "<none>".
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -155,46 +186,51 @@ func (w *Writer) ensureFleet(ctx context.Context, now time.Time) *fleetv1.Fleet 
 	}}
 	u.SetGroupVersionKind(fleetv1.GroupVersion.WithKind("Fleet"))
 	if err := w.c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-		w.log.Error(err, "creating the Fleet")
+		log.Error(err, "creating the Fleet")
 	}
-	return nil
 }
 
-// syncFleet writes the Fleet's status if it changed. It returns false when
-// the write failed.
-func (w *Writer) syncFleet(ctx context.Context, f *fleetv1.Fleet, rows []clusterRow, stats *limiter.Stats, paused bool, now time.Time) bool {
-	want := buildFleetStatus(&f.Status, rows, stats, paused, f.Generation, now)
-	if semanticEqual(&f.Status, &want) {
-		return true
-	}
-	f.Status = want
-	w.wrote(fleetKey, now)
-	if err := w.c.Status().Update(ctx, f); err != nil {
-		logWriteError(w.log, err, "updating the Fleet's status")
-		return false
-	}
-	return true
-}
-
-// collectOrphans deletes FleetClusters unregistered for OrphanGrace. It
-// returns when it needs to look again (zero: not before the next resync).
-func (w *Writer) collectOrphans(ctx context.Context, reg map[types.NamespacedName]bool, now time.Time) time.Time {
-	var next time.Time
-	later := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
+// rows are the registered clusters with their latest statuses, for the
+// Fleet; one not computed yet shows its ClusterInfo alone.
+func (w *Writer) rows(paused bool, now time.Time) []clusterRow {
+	infos := sortedClusters(w.src.Clusters())
+	rows := make([]clusterRow, 0, len(infos))
+	for _, info := range infos {
+		st := w.latest[w.opts.ClusterKey(info)]
+		if st == nil {
+			s := buildClusterStatus(nil, clusterInput{info: info, fleetPaused: paused}, 0, now)
+			st = &s
 		}
+		rows = append(rows, clusterRow{Namespace: info.Namespace, Name: info.Name, Status: st})
+	}
+	return rows
+}
+
+// collectOrphans deletes the FleetClusters unregistered for OrphanGrace,
+// and comes back when the next one is due.
+func (w *Writer) collectOrphans(ctx context.Context, now time.Time) reconcile.Result {
+	log := log.FromContext(ctx)
+	registered := map[types.NamespacedName]bool{}
+	for _, info := range sortedClusters(w.src.Clusters()) {
+		registered[types.NamespacedName{Namespace: info.Namespace, Name: info.Name}] = true
 	}
 	var list fleetv1.FleetClusterList
-	if err := w.c.List(ctx, &list); err != nil {
-		w.log.Error(err, "listing FleetClusters")
-		return next
+	// Only names are read: no need to copy every status out of the cache.
+	if err := w.c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		log.Error(err, "listing FleetClusters")
+		return w.retry()
+	}
+	var next time.Duration
+	soonest := func(d time.Duration) {
+		if next == 0 || d < next {
+			next = d
+		}
 	}
 	seen := map[types.NamespacedName]bool{}
 	for i := range list.Items {
 		fc := &list.Items[i]
 		nn := client.ObjectKeyFromObject(fc)
-		if reg[nn] || fc.DeletionTimestamp != nil {
+		if registered[nn] || fc.DeletionTimestamp != nil {
 			continue
 		}
 		seen[nn] = true
@@ -203,20 +239,15 @@ func (w *Writer) collectOrphans(ctx context.Context, reg map[types.NamespacedNam
 			since = now
 			w.missingSince[nn] = now
 		}
-		if deadline := since.Add(w.opts.OrphanGrace); deadline.After(now) {
-			later(deadline)
+		if left := since.Add(w.opts.OrphanGrace).Sub(now); left > 0 {
+			soonest(left)
 			continue
 		}
-		if t, ok := w.due(nn, now); !ok {
-			later(t)
-			continue
-		}
-		w.wrote(nn, now)
 		uid := fc.UID
-		err := w.c.Delete(ctx, fc, client.Preconditions{UID: &uid})
-		if err != nil && !apierrors.IsNotFound(err) {
-			logWriteError(w.log.WithValues("fleetCluster", nn), err, "deleting the unregistered FleetCluster")
-			later(now.Add(w.opts.MinInterval))
+		orphan := &fleetv1.FleetCluster{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}}
+		if err := w.c.Delete(ctx, orphan, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			logWriteError(log.WithValues("fleetCluster", nn), err, "deleting the unregistered FleetCluster")
+			soonest(w.opts.MinInterval)
 		}
 	}
 	for nn := range w.missingSince {
@@ -224,12 +255,7 @@ func (w *Writer) collectOrphans(ctx context.Context, reg map[types.NamespacedNam
 			delete(w.missingSince, nn)
 		}
 	}
-	for nn, t := range w.lastWrite {
-		if nn != fleetKey && !reg[nn] && now.Sub(t) >= w.opts.MinInterval {
-			delete(w.lastWrite, nn)
-		}
-	}
-	return next
+	return reconcile.Result{RequeueAfter: next}
 }
 
 // sortedClusters drops unnamed and duplicate ClusterInfos and orders the

@@ -2,16 +2,21 @@ package dashboard
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
@@ -20,91 +25,138 @@ import (
 // +kubebuilder:rbac:groups=fleet.etcdfleet.io,resources=fleetclusters;fleets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=fleet.etcdfleet.io,resources=fleetclusters/status;fleets/status,verbs=get;update
 
-// passGap is the shortest time between two passes, so a burst of Notify
-// calls is handled by one pass instead of one pass each.
-const passGap = 100 * time.Millisecond
+// ControllerName names the writer's controller in logs and metrics.
+const ControllerName = "dashboard"
 
-// fleetKey is the Fleet's key in Writer.lastWrite (FleetClusters are
-// namespaced, so it cannot collide).
+// fleetKey is the Fleet's name (cluster-scoped).
 var fleetKey = types.NamespacedName{Name: fleetv1.FleetName}
 
+// requestKind says what a request of the writer's queue recomputes.
+type requestKind uint8
+
+const (
+	// kindResync lists the registered clusters and queues each of them,
+	// the Fleet and the orphan collection. It runs when the controller
+	// starts, every Options.Resync, and when the Fleet's spec changes.
+	kindResync requestKind = iota
+	// kindCluster recomputes and writes one FleetCluster.
+	kindCluster
+	// kindFleet recomputes and writes the Fleet's status.
+	kindFleet
+	// kindOrphans deletes FleetClusters unregistered for OrphanGrace.
+	kindOrphans
+)
+
+// request is an item of the writer's workqueue; the queue keeps at most
+// one of each, which is what merges a burst of changes into one write.
+type request struct {
+	kind    requestKind
+	cluster string // Options.ClusterKey, for kindCluster
+}
+
+var (
+	resyncRequest  = request{kind: kindResync}
+	fleetRequest   = request{kind: kindFleet}
+	orphansRequest = request{kind: kindOrphans}
+)
+
+func clusterRequest(key string) request { return request{kind: kindCluster, cluster: key} }
+
+type queue = workqueue.TypedRateLimitingInterface[request]
+
 // Writer keeps the FleetClusters and the Fleet of the management cluster
-// up to date. It is a leader-elected manager.Runnable; see the package
-// documentation.
+// up to date. It is a controller-runtime controller added to a manager by
+// SetupWithManager; see the package documentation.
 type Writer struct {
 	c    client.Client
 	src  Source
 	lim  LimiterStats
 	opts Options
+	pace *pacer
 
-	mu       sync.Mutex
-	notified map[string]struct{}
-	kick     chan struct{}
-
+	// queue is the controller's workqueue once it started; Notify adds to it.
+	queue atomic.Pointer[queue]
+	// notifies counts Notify calls, to know when a limiter snapshot is stale.
+	notifies atomic.Uint64
 	// paused is the last Fleet spec.paused read, for FleetPaused.
 	paused atomic.Bool
 
-	// The rest belongs to the Start goroutine.
-	log          logr.Logger
-	dirty        map[string]bool                        // cluster keys to recompute
-	inputs       map[string]inputs                      // what each was last computed from
-	latest       map[string]*fleetv1.FleetClusterStatus // last computed status
-	lastWrite    map[types.NamespacedName]time.Time     // last write (attempt) per object
+	// The rest belongs to the controller's single worker.
+	latest       map[string]*fleetv1.FleetClusterStatus // last computed status per cluster key
 	missingSince map[types.NamespacedName]time.Time     // FleetClusters seen unregistered
-	registered   map[types.NamespacedName]bool          // as of the last pass
-	fleetDirty   bool
-	lastPaused   bool
-	lastLimiter  *fleetv1.LimiterStatus
+	stats        *limiter.Stats                         // last limiter snapshot
+	statsSeq     uint64                                 // notifies when it was taken
 }
 
-var (
-	_ manager.Runnable               = &Writer{}
-	_ manager.LeaderElectionRunnable = &Writer{}
-)
-
-// inputs are the cheap inputs of one cluster's status, compared every pass
-// to find clusters to recompute without being told.
-type inputs struct {
-	info           ClusterInfo // without LastProbeTime
-	waiting        int
-	throttled      uint64
-	throttledKnown bool
-}
-
-// New returns a Writer. c is the manager's client (reads from its cache);
-// its scheme must know core/v1 and fleet/api/v1alpha1. lim may be nil.
+// New returns a Writer; SetupWithManager starts it with a manager. c is the
+// manager's client (reads from its cache); its scheme must know core/v1
+// and fleet/api/v1alpha1. lim may be nil.
 func New(c client.Client, src Source, lim LimiterStats, opts Options) *Writer {
+	opts = opts.withDefaults()
 	return &Writer{
-		c: c, src: src, lim: lim, opts: opts.withDefaults(),
-		notified:     map[string]struct{}{},
-		kick:         make(chan struct{}, 1),
-		dirty:        map[string]bool{},
-		inputs:       map[string]inputs{},
+		c: c, src: src, lim: lim, opts: opts,
+		pace:         newPacer(opts.MinInterval),
 		latest:       map[string]*fleetv1.FleetClusterStatus{},
-		lastWrite:    map[types.NamespacedName]time.Time{},
 		missingSince: map[types.NamespacedName]time.Time{},
-		registered:   map[types.NamespacedName]bool{},
 	}
 }
 
-// NeedLeaderElection is true: only the leader writes.
-func (w *Writer) NeedLeaderElection() bool { return true }
+// SetupWithManager adds the writer's controller to mgr, the management
+// cluster's manager. It runs on the leader only, with one worker.
+func (w *Writer) SetupWithManager(mgr manager.Manager) error {
+	c, err := controller.NewTyped(ControllerName, mgr, controller.TypedOptions[request]{
+		Reconciler: reconcile.TypedFunc[request](w.reconcile),
+		// One worker: requests share the per-cluster state, and the
+		// writes are few and small by design.
+		MaxConcurrentReconciles: 1,
+		RateLimiter:             w.pace,
+		NeedLeaderElection:      ptr.To(true),
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Watch(source.TypedFunc[request](w.startQueue)); err != nil {
+		return err
+	}
+	// A change of the Fleet's spec (paused) recomputes every cluster at
+	// once; status writes do not bump the generation.
+	return c.Watch(source.TypedKind(mgr.GetCache(), &fleetv1.Fleet{},
+		handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *fleetv1.Fleet) []request {
+			return []request{resyncRequest}
+		}),
+		predicate.TypedGenerationChangedPredicate[*fleetv1.Fleet]{}))
+}
+
+// startQueue is the source of Notify calls. A channel source would have a
+// bounded buffer, and a full one would either block Notify's caller (the
+// limiter's grant hook) or drop the call; the workqueue itself is
+// unbounded and keeps one entry per cluster, so Notify adds to it
+// directly. Calls made before it starts are covered by the first resync,
+// queued here.
+func (w *Writer) startQueue(_ context.Context, q queue) error {
+	w.queue.Store(&q)
+	q.Add(resyncRequest)
+	return nil
+}
+
+// enqueue adds r through the pacer, so it waits out its MinInterval.
+func (w *Writer) enqueue(r request) {
+	if q := w.queue.Load(); q != nil {
+		(*q).AddRateLimited(r)
+	}
+}
 
 // Notify asks for cluster (Options.ClusterKey) to be recomputed soon. It
-// never blocks; calls before the pass that handles them are merged.
+// never blocks; calls before the recomputation that handles them are
+// merged.
 func (w *Writer) Notify(cluster string) {
-	w.mu.Lock()
-	w.notified[cluster] = struct{}{}
-	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
+	w.notifies.Add(1)
+	w.enqueue(clusterRequest(cluster))
 }
 
 // FleetPaused reports the Fleet's spec.paused, read from the manager's
 // cache. A missing Fleet is not paused; when the cache cannot answer, the
-// last value read (by this call or by the writer's loop) is returned.
+// last value read (by this call or by the controller) is returned.
 func (w *Writer) FleetPaused() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), fleetReadTimeout)
 	defer cancel()
@@ -118,174 +170,69 @@ func (w *Writer) FleetPaused() bool {
 	return w.paused.Load()
 }
 
-// Start runs the loop until ctx ends: a pass at once, then on Notify (at
-// most every passGap), on Resync, and when a deferred write becomes due.
-func (w *Writer) Start(ctx context.Context) error {
-	w.log = log.FromContext(ctx).WithName("dashboard")
-	resync := time.NewTicker(w.opts.Resync)
-	defer resync.Stop()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	full := true
-	for {
-		started := time.Now()
-		next := w.pass(ctx, started, full)
-		full = false
-		if next.IsZero() {
-			timer.Stop()
-		} else {
-			timer.Reset(max(time.Until(next), 0))
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-resync.C:
-			full = true
-		case <-timer.C:
-		case <-w.kick:
-			if wait := passGap - time.Since(started); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(wait):
-				}
-			}
-		}
+// reconcile handles one request. Every kind but the resync is held to
+// MinInterval here as well as by the queue's pacer, so a request added
+// without the pacer cannot write early either.
+func (w *Writer) reconcile(ctx context.Context, r request) (reconcile.Result, error) {
+	if r.kind == kindResync {
+		return w.resync(), nil
+	}
+	if wait := w.pace.When(r); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	now := time.Now()
+	w.pace.ran(r, now)
+	switch r.kind {
+	case kindCluster:
+		return w.syncCluster(ctx, r.cluster, now), nil
+	case kindFleet:
+		return w.syncFleet(ctx, now), nil
+	default:
+		return w.collectOrphans(ctx, now), nil
 	}
 }
 
-// due returns when obj may be written next, and whether that is now.
-func (w *Writer) due(obj types.NamespacedName, now time.Time) (time.Time, bool) {
-	t, ok := w.lastWrite[obj]
-	if !ok {
-		return now, true
-	}
-	t = t.Add(w.opts.MinInterval)
-	return t, !t.After(now)
-}
-
-// wrote records a write attempt on obj: the next waits MinInterval.
-func (w *Writer) wrote(obj types.NamespacedName, now time.Time) { w.lastWrite[obj] = now }
-
-// pass recomputes what is dirty and writes what changed and is due. It
-// returns when the next deferred work is due (zero: none).
-func (w *Writer) pass(ctx context.Context, now time.Time, full bool) time.Time {
-	var next time.Time
-	later := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-
-	w.mu.Lock()
-	notified := w.notified
-	w.notified = map[string]struct{}{}
-	w.mu.Unlock()
-
-	var stats *limiter.Stats
-	if w.lim != nil {
-		s := w.lim.Snapshot()
-		stats = &s
-		if ls := limiterStatus(s); !semanticEqual(ls, w.lastLimiter) {
-			w.lastLimiter, w.fleetDirty = ls, true
-		}
-	}
-	fleet := w.ensureFleet(ctx, now)
-	paused := w.paused.Load()
-	if fleet != nil {
-		paused = fleet.Spec.Paused
-		w.paused.Store(paused)
-	}
-	if paused != w.lastPaused {
-		w.lastPaused, full = paused, true
-	}
-	if full {
-		w.fleetDirty = true
-	}
-
+// resync queues every registered cluster, the Fleet and the orphan
+// collection, and forgets what it kept of unregistered clusters.
+func (w *Writer) resync() reconcile.Result {
 	infos := sortedClusters(w.src.Clusters())
-	reg := make(map[types.NamespacedName]bool, len(infos))
+	w.limiterStats(true)
 	keys := make(map[string]bool, len(infos))
-	rows := make([]clusterRow, 0, len(infos))
 	for _, info := range infos {
-		nn := types.NamespacedName{Namespace: info.Namespace, Name: info.Name}
-		reg[nn] = true
 		key := w.opts.ClusterKey(info)
 		keys[key] = true
-		in := inputsOf(info, key, stats)
-		if _, ok := notified[key]; ok || full || in != w.inputs[key] {
-			w.dirty[key] = true
-		}
-		if w.dirty[key] {
-			if t, ok := w.due(nn, now); !ok {
-				later(t)
-			} else if w.syncCluster(ctx, info, key, stats, paused, now) {
-				w.inputs[key] = in
-				delete(w.dirty, key)
-			} else {
-				later(now.Add(w.opts.MinInterval))
-			}
-		}
-		st := w.latest[key]
-		if st == nil {
-			s := buildClusterStatus(nil, clusterInput{info: info, fleetPaused: paused}, 0, now)
-			st = &s
-		}
-		rows = append(rows, clusterRow{Namespace: info.Namespace, Name: info.Name, Status: st})
+		w.enqueue(clusterRequest(key))
 	}
-	forgetUnregistered(keys, w.latest)
-	forgetUnregistered(keys, w.inputs)
-	forgetUnregistered(keys, w.dirty)
-	if !sameSet(reg, w.registered) {
-		w.registered, w.fleetDirty, full = reg, true, true
-	}
-	if full || len(w.missingSince) > 0 {
-		if t := w.collectOrphans(ctx, reg, now); !t.IsZero() {
-			later(t)
-		}
-	}
-
-	if w.fleetDirty {
-		if t, ok := w.due(fleetKey, now); !ok {
-			later(t)
-		} else if fleet != nil && w.syncFleet(ctx, fleet, rows, stats, paused, now) {
-			w.fleetDirty = false
-		} else {
-			later(now.Add(w.opts.MinInterval))
-		}
-	}
-	return next
-}
-
-func inputsOf(info ClusterInfo, key string, stats *limiter.Stats) inputs {
-	in := inputs{info: info}
-	in.info.LastProbeTime = time.Time{}
-	if stats != nil {
-		in.waiting = stats.WaitingByCluster[key]
-		in.throttled, in.throttledKnown = stats.ThrottledByCluster[key]
-	}
-	return in
-}
-
-// forgetUnregistered drops the entries of clusters no longer registered.
-func forgetUnregistered[V any](keys map[string]bool, m map[string]V) {
-	for key := range m {
+	for key := range w.latest {
 		if !keys[key] {
-			delete(m, key)
+			delete(w.latest, key)
 		}
 	}
+	w.pace.forget(func(r request) bool { return r.kind == kindCluster && !keys[r.cluster] }, time.Now())
+	w.enqueue(fleetRequest)
+	w.enqueue(orphansRequest)
+	return reconcile.Result{RequeueAfter: w.opts.Resync}
 }
 
-func sameSet(a, b map[types.NamespacedName]bool) bool {
-	if len(a) != len(b) {
-		return false
+// limiterStats returns a limiter snapshot taken after the last Notify (or
+// a new one when fresh). A snapshot copies a map entry per cluster, so the
+// recomputations of one resync share one; nil without a limiter.
+func (w *Writer) limiterStats(fresh bool) *limiter.Stats {
+	if w.lim == nil {
+		return nil
 	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
+	seq := w.notifies.Load()
+	if fresh || w.stats == nil || w.statsSeq != seq {
+		s := w.lim.Snapshot()
+		w.stats, w.statsSeq = &s, seq
 	}
-	return true
+	return w.stats
+}
+
+// retry is the result of a failed or unfinished write: try again once
+// MinInterval has passed.
+func (w *Writer) retry() reconcile.Result {
+	return reconcile.Result{RequeueAfter: w.opts.MinInterval}
 }
 
 // logWriteError logs a failed write. A conflict means the cache was behind

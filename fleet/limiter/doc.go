@@ -84,8 +84,13 @@
 //     tokens are scarce, which is when it matters.
 //   - OnGrant can race with the granted request asking on its own; the
 //     controller then gets one extra requeue, which is harmless.
-//   - State is in memory. A restarted manager starts with a full bucket and
-//     empty queues, so up to Burst actions may start again at once.
+//   - State is in memory, so a restarted manager forgets its queues and its
+//     bucket. With StartEmpty (the manager sets it) the bucket is empty when
+//     Start runs, which is when the process becomes leader, and nothing is
+//     granted before: the Burst + Rate·T bound holds across restarts and
+//     leader changes, because the predecessor's unspent tokens are never
+//     spent twice. The cost is 1/Rate of extra wait for a new leader's
+//     first action, against a stampede of 2·Burst after every restart.
 //   - Reserve is O(clusters waiting) when it has to estimate a Delay, which
 //     stays in microseconds for fleets of hundreds (see BenchmarkReserve).
 package limiter

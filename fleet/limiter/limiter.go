@@ -30,6 +30,9 @@ type Limiter struct {
 	refund    float64
 	last      time.Time // latest time seen; keeps the bucket's clock monotonic
 	lastSweep time.Time
+	// started is set by Start; with Options.StartEmpty no token exists
+	// before it.
+	started   bool
 	queue     fairQueue
 	entries   map[key]*entry // queued and granted-unclaimed requests
 	unclaimed int
@@ -144,6 +147,7 @@ func (l *Limiter) ForgetCluster(cluster string) {
 // are woken without any Reserve call arriving. It implements
 // controller-runtime's manager.Runnable and returns nil when ctx is done.
 func (l *Limiter) Start(ctx context.Context) error {
+	l.begin()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -156,6 +160,22 @@ func (l *Limiter) Start(ctx context.Context) error {
 		timer.Reset(l.step())
 	}
 }
+
+// begin marks the limiter started; with StartEmpty it also empties the
+// bucket, which refilled while this process waited to become leader.
+func (l *Limiter) begin() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.started = true
+	if l.opts.StartEmpty && l.opts.Rate != rate.Inf {
+		now := l.nowLocked()
+		l.bucket.ReserveN(now, int(math.Floor(l.bucket.TokensAt(now))))
+		l.refund = 0
+	}
+}
+
+// idleLocked reports whether no token may exist yet: StartEmpty before Start.
+func (l *Limiter) idleLocked() bool { return l.opts.StartEmpty && !l.started }
 
 // step does one round of Start's loop: expire, grant, notify. It returns how
 // long the loop may sleep: until the next token if anyone waits, otherwise
@@ -230,6 +250,9 @@ func (l *Limiter) grantLocked(now time.Time, self key) []gate.Request {
 // cannot be split, and the refund left beside it pays the debt, so the sum
 // stays exact.
 func (l *Limiter) takeLocked(now time.Time) bool {
+	if l.idleLocked() {
+		return false
+	}
 	if l.opts.Rate == rate.Inf {
 		return true // no pacing; the bucket's arithmetic would yield NaN
 	}
@@ -262,6 +285,9 @@ func (l *Limiter) clampLocked(now time.Time) {
 
 // tokensLocked returns the tokens available now.
 func (l *Limiter) tokensLocked(now time.Time) float64 {
+	if l.idleLocked() {
+		return 0
+	}
 	if l.opts.Rate == rate.Inf {
 		return float64(l.opts.Burst)
 	}

@@ -61,6 +61,14 @@ type Options struct {
 	// MinDelay and MaxDelay bound the Delay handed to a throttled caller.
 	MinDelay time.Duration
 	MaxDelay time.Duration
+	// StartEmpty grants nothing before Start runs and empties the bucket
+	// when it does. A manager runs Start when it becomes leader, so a
+	// restarted manager, or a standby that takes over, does not spend a
+	// second Burst right after its predecessor spent one: across the
+	// handover the fleet still sees at most Burst + Rate·T actions in any
+	// window of T. The price is that a new leader's first action waits
+	// 1/Rate.
+	StartEmpty bool
 }
 
 // withDefaults returns o with every zero or invalid field set to its default.

@@ -104,8 +104,13 @@ func (l *stateLog) connectedAt(name string, t time.Time) time.Time {
 }
 
 // waitConnected waits until the provider has every named cluster engaged.
+// Once the in-process manager is stopped (the handover specs), the manager
+// processes are waited for by their own logs instead.
 func waitConnected(ctx context.Context, timeout time.Duration, names ...string) {
 	GinkgoHelper()
+	if suiteManagerStopped {
+		return
+	}
 	Eventually(func(g Gomega) {
 		for _, n := range names {
 			st, ok := fm.Provider.State(n)

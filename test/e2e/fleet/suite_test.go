@@ -120,13 +120,22 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- fm.Start(mctx) }()
-	states = recordStates(mctx, 20*time.Millisecond)
-	// Registered after the sandbox's cleanup, so it runs first.
-	DeferCleanup(func() {
+	states = recordStates(context.Background(), 20*time.Millisecond)
+	stopSuiteManager = sync.OnceFunc(func() {
+		suiteManagerStopped = true
 		cancel()
 		Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
 	})
+	// Registered after the sandbox's cleanup, so it runs first.
+	DeferCleanup(func() { stopSuiteManager() })
 }, NodeTimeout(4*time.Minute))
+
+// stopSuiteManager stops the in-process manager (once); the handover specs
+// run manager processes of their own instead.
+var (
+	stopSuiteManager    func()
+	suiteManagerStopped bool
+)
 
 // directConfig is c.Config aimed at the apiserver itself rather than at
 // the front door (same certificates, same admin user).
@@ -150,4 +159,5 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	badSecretSpecs()
 	rotationSpecs()
 	pauseSpecs()
+	handoverSpecs()
 })

@@ -1,0 +1,53 @@
+package kubeconfigsecret
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// FuzzParseKubeconfig feeds parseKubeconfig kubeconfigs built around a
+// secret token, and arbitrary bytes around them. Whatever the input, it
+// must not panic, an accepted kubeconfig must carry only inline
+// credentials and a server, and no error may show the token: error
+// messages end up in FleetCluster conditions and Events.
+func FuzzParseKubeconfig(f *testing.F) {
+	f.Add("https://127.0.0.1:6443", "s3cr3t-token-abcdefghijklmnop", "", "")
+	f.Add("https://10.0.0.1", "another-long-secret-token-value", "    tokenFile: /var/run/secrets/token\n", "")
+	f.Add("", "s3cr3t-token-abcdefghijklmnop", "", "current-context: nope\n")
+	f.Add("https://[::1", "s3cr3t-token-abcdefghijklmnop", "", "")
+	f.Add("https://h", "s3cr3t-token-abcdefghijklmnop", "    exec: {command: sh}\n", "")
+	f.Fuzz(func(t *testing.T, server, token, userExtra, tail string) {
+		if !printableASCII(token) {
+			t.Skip("tokens are printable ASCII; YAML would decode escapes in others into a different string")
+		}
+		raw := fmt.Appendf(nil, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %q\n"+
+			"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: %q\n%s%s",
+			server, token, userExtra, tail)
+		cfg, red, err := parseKubeconfig(raw)
+		if err != nil {
+			if len(token) >= 6 && !strings.Contains(server, token) && strings.Contains(err.Error(), token) {
+				t.Fatalf("error shows the token %q: %v", token, err)
+			}
+			return
+		}
+		if cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.BearerTokenFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.CAFile != "" {
+			t.Fatalf("accepted a kubeconfig that reads files or runs plugins: %+v", cfg)
+		}
+		if cfg.Host == "" {
+			t.Fatal("accepted a kubeconfig without a server")
+		}
+		if len(token) >= 6 && strings.Contains(red.redact("x "+token+" y"), token) {
+			t.Fatalf("redactor keeps the token %q", token)
+		}
+	})
+}
+
+func printableASCII(s string) bool {
+	for _, c := range []byte(s) {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,214 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+)
+
+// handoverSpecs run the real etcdfleet-manager binary as separate processes
+// and SIGKILL one mid-heal: the restart case (a new process at once) and
+// the failover case (two replicas with leader election). They run last:
+// they stop the suite's in-process manager for good.
+func handoverSpecs() {
+	Context("when the manager itself dies mid-heal", Ordered, func() {
+		var bin string
+		BeforeAll(func(ctx SpecContext) {
+			stopSuiteManager()
+			bin = buildManager(ctx)
+		}, NodeTimeout(5*time.Minute))
+
+		It("a restarted manager keeps the fleet-wide bound: no window of T over burst + rate·T across both processes, one delete per Pod, every key", func(ctx SpecContext) {
+			first := startManagerProcess(ctx, bin, "restart-1", false)
+			baseline(ctx)
+			first.waitEngaged(ctx)
+			logs, before, rebootAt := rebootMidHeal(ctx)
+			By("SIGKILLing the manager once the burst is spent and starting a new one at once")
+			first.kill()
+			second := startManagerProcess(ctx, bin, "restart-2", false)
+			DeferCleanup(second.kill)
+			second.waitEngaged(ctx)
+			expectHealedWithinBound(ctx, logs, before, rebootAt)
+		}, SpecTimeout(6*time.Minute))
+
+		It("with two replicas, the standby takes over from a killed leader within the lease duration and the heal completes within the bound", func(ctx SpecContext) {
+			a := startManagerProcess(ctx, bin, "replica-a", true)
+			leader := waitLeader(ctx, "") // replica-a's: it runs alone so far
+			b := startManagerProcess(ctx, bin, "replica-b", true)
+			DeferCleanup(a.kill)
+			DeferCleanup(b.kill)
+			baseline(ctx)
+			a.waitEngaged(ctx)
+			logs, before, rebootAt := rebootMidHeal(ctx)
+			By("SIGKILLing the leader mid-heal")
+			killedAt := time.Now()
+			a.kill()
+			next := waitLeader(ctx, leader)
+			takeover := time.Since(killedAt)
+			AddReportEntry("leader failover", fmt.Sprintf("new leader %s after %s", next, takeover.Round(100*time.Millisecond)))
+			// controller-runtime's default lease is 15 s; a standby retries every 2 s.
+			Expect(takeover).To(BeNumerically("<=", 15*time.Second+5*time.Second))
+			expectHealedWithinBound(ctx, logs, before, rebootAt)
+		}, SpecTimeout(6*time.Minute))
+	})
+}
+
+// rebootMidHeal reboots every workload cluster and returns once the
+// limiter's burst and first tokens are spent: the worst moment to lose the
+// manager, since a new one that started with a full bucket would spend a
+// second burst at once.
+func rebootMidHeal(ctx context.Context) (map[string]*e2eutil.PodLog, map[string]map[string]types.UID, time.Time) {
+	GinkgoHelper()
+	before := podUIDs(ctx, workloads...)
+	logs := watchPods(ctx, workloads...)
+	rebootAt := reboot(ctx, workloads...)
+	Eventually(func() int { return len(deletes(logs)) }).WithContext(ctx).WithTimeout(time.Minute).
+		WithPolling(10*time.Millisecond).Should(BeNumerically(">=", limiterBurst+limiterRate), "the burst and the first tokens are spent")
+	return logs, before, rebootAt
+}
+
+// expectHealedWithinBound waits for the heal and checks it from the
+// apiservers' side, across every manager process involved: each terminal
+// Pod deleted once, and for every window between two deletes, at most
+// burst + rate·T deletes (plus one token of grant-to-delete jitter), and
+// never more than burst + rate in 1 s. Every key is read back.
+func expectHealedWithinBound(ctx context.Context, logs map[string]*e2eutil.PodLog, before map[string]map[string]types.UID, rebootAt time.Time) {
+	GinkgoHelper()
+	healed := waitHealed(ctx, rebootAt, before, 3*time.Minute, workloads...)
+	AddReportEntry("heal time", durations(healed))
+	for _, w := range workloads {
+		for name, n := range logs[w].Count(watch.Deleted) {
+			Expect(before[w]).To(HaveKey(name), "cluster %s deleted %s, not an etcd Pod of the reboot", w, name)
+			Expect(n).To(Equal(1), "cluster %s: Pod %s deleted %d times", w, name, n)
+		}
+	}
+	ds := deletes(logs)
+	worst1s := 0
+	for i := range ds {
+		for j := i; j < len(ds); j++ {
+			n, span := j-i+1, ds[j].At.Sub(ds[i].At)
+			if span < time.Second {
+				worst1s = max(worst1s, n)
+			}
+			bound := float64(limiterBurst) + limiterRate*span.Seconds() + 1
+			Expect(float64(n)).To(BeNumerically("<=", bound),
+				"%d deletes between +%s and +%s, over burst + rate·T", n, ds[i].At.Sub(rebootAt), ds[j].At.Sub(rebootAt))
+		}
+	}
+	AddReportEntry("worst 1 s window", fmt.Sprintf("%d deletes (bound %d)", worst1s, limiterBurst+limiterRate))
+	Expect(worst1s).To(BeNumerically("<=", limiterBurst+limiterRate))
+	expectKeys(ctx, workloads...)
+}
+
+// managerProcess is one etcdfleet-manager process.
+type managerProcess struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+
+	mu      sync.Mutex
+	engaged map[string]bool // from its log: the clusters it engaged
+}
+
+var engagedLine = regexp.MustCompile(`"msg":"Cluster engaged".*"cluster":"([^"]+)"`)
+
+// Write takes the process's log lines: into the spec's output, prefixed
+// with the process name, and noting every cluster it engaged.
+func (m *managerProcess) Write(b []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if g := engagedLine.FindStringSubmatch(line); g != nil {
+			m.mu.Lock()
+			m.engaged[g[1]] = true
+			m.mu.Unlock()
+		}
+		_, _ = GinkgoWriter.Write([]byte("[" + m.name + "] " + line))
+	}
+	return len(b), nil
+}
+
+// waitEngaged waits until the process has engaged every workload cluster:
+// the dashboard rows may still show what the previous manager wrote.
+func (m *managerProcess) waitEngaged(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.engaged)
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(50*time.Millisecond).Should(Equal(len(workloads)), "clusters engaged by %s", m.name)
+}
+
+// kill SIGKILLs the process: no lease release, no graceful shutdown.
+func (m *managerProcess) kill() {
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.done
+}
+
+// startManagerProcess runs the binary against the management apiserver
+// directly, with the suite's settings as flags.
+func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool) *managerProcess {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	kc := filepath.Join(dir, "mgmt.kubeconfig")
+	Expect(os.WriteFile(kc, sb.Cluster("mgmt").Kubeconfig, 0o600)).To(Succeed())
+	c := managerConfig()
+	args := []string{"--kubeconfig", kc, "--namespace", c.Namespace,
+		fmt.Sprintf("--leader-elect=%t", leaderElect), "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		fmt.Sprint("--limiter-rate=", c.Limiter.Rate), fmt.Sprint("--limiter-burst=", c.Limiter.Burst),
+		"--cluster-preflight-timeout", c.Clusters.PreflightTimeout.String(),
+		"--cluster-probe-interval", c.Clusters.ProbeInterval.String(), "--cluster-probe-timeout", c.Clusters.ProbeTimeout.String(),
+		fmt.Sprint("--cluster-failure-threshold=", c.Clusters.FailureThreshold),
+		"--dashboard-min-interval", c.Dashboard.MinInterval.String(), "--dashboard-resync", c.Dashboard.Resync.String(),
+		"--replacement-healthy-reset", c.Replacement.HealthyReset.String()}
+	cmd := exec.Command(bin, args...)
+	m := &managerProcess{name: name, cmd: cmd, done: make(chan struct{}), engaged: map[string]bool{}}
+	cmd.Stdout, cmd.Stderr = m, m
+	// Dies with the test process, so no manager outlives a timed-out run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	Expect(cmd.Start()).To(Succeed())
+	go func() { _ = cmd.Wait(); close(m.done) }()
+	return m
+}
+
+// waitLeader waits until the manager Lease names a holder other than not,
+// and returns it.
+func waitLeader(ctx context.Context, not string) string {
+	GinkgoHelper()
+	var holder string
+	Eventually(func(g Gomega) {
+		l := &coordinationv1.Lease{}
+		g.Expect(mgmtC.Get(ctx, types.NamespacedName{Namespace: secretNS, Name: managerConfig().LeaderElectionID}, l)).To(Succeed())
+		g.Expect(l.Spec.HolderIdentity).NotTo(BeNil())
+		holder = *l.Spec.HolderIdentity
+		g.Expect(holder).NotTo(BeEmpty())
+		g.Expect(holder).NotTo(Equal(not))
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return holder
+}
+
+// buildManager builds cmd/etcdfleet-manager once per run.
+func buildManager(ctx context.Context) string {
+	GinkgoHelper()
+	bin := filepath.Join(GinkgoT().TempDir(), "etcdfleet-manager")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/etcdfleet/etcdfleet/cmd/etcdfleet-manager")
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+	return bin
+}
