@@ -2,13 +2,18 @@ package settings
 
 import (
 	"time"
+
+	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
+	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
-// EtcdAccessModes are the values of Config.EtcdAccess, as memberctl's
-// operator.Access spells them: port-forward (WebSockets through each
-// workload apiserver), port-forward-spdy (the same over SPDY) and direct
-// (Pod IPs).
-var EtcdAccessModes = []string{"port-forward", "port-forward-spdy", "direct"}
+// EtcdAccessModes are the values of Config.EtcdAccess, memberctl's
+// operator.Access modes: port-forward (WebSockets through each workload
+// apiserver), port-forward-spdy (the same over SPDY) and direct (Pod IPs).
+var EtcdAccessModes = []string{string(operator.PortForward), string(operator.PortForwardSPDY), string(operator.Direct)}
 
 // Config holds every manager setting.
 type Config struct {
@@ -64,18 +69,23 @@ type DashboardConfig struct {
 	Resync      time.Duration `mapstructure:"resync"`
 }
 
-// Default returns the defaults: the one place they live.
+// Default returns the defaults. Those of the limiter, the replacement
+// policy, the workload clients and the dashboard are the packages' own
+// (their Default* values), so there is one place for each; the rest are the
+// manager's.
 func Default() Config {
+	policy := replacement.DefaultPolicy()
 	return Config{
 		Namespace:  "etcdfleet-system",
-		EtcdAccess: "port-forward",
+		EtcdAccess: string(operator.PortForward),
 		Workers:    8,
-		Limiter:    LimiterConfig{Rate: 2, Burst: 10},
-		Replacement: ReplacementConfig{InitialBackoff: time.Second, MaxBackoff: 5 * time.Minute, Cap: 5,
-			Window: time.Hour, HealthyReset: 10 * time.Minute},
-		Clusters: ClustersConfig{QPS: 50, Burst: 100, PreflightTimeout: 10 * time.Second,
-			ProbeInterval: 10 * time.Second, ProbeTimeout: 5 * time.Second, FailureThreshold: 5},
-		Dashboard:              DashboardConfig{MinInterval: 2 * time.Second, Resync: 10 * time.Second},
+		Limiter:    LimiterConfig{Rate: float64(limiter.DefaultRate), Burst: limiter.DefaultBurst},
+		Replacement: ReplacementConfig{InitialBackoff: policy.InitialBackoff, MaxBackoff: policy.MaxBackoff,
+			Cap: int(policy.Cap), Window: policy.Window, HealthyReset: policy.HealthyReset},
+		Clusters: ClustersConfig{QPS: kubeconfigsecret.DefaultQPS, Burst: kubeconfigsecret.DefaultBurst,
+			PreflightTimeout: kubeconfigsecret.DefaultPreflightTimeout, ProbeInterval: kubeconfigsecret.DefaultProbeInterval,
+			ProbeTimeout: kubeconfigsecret.DefaultProbeTimeout, FailureThreshold: kubeconfigsecret.DefaultFailureThreshold},
+		Dashboard:              DashboardConfig{MinInterval: dashboard.DefaultMinInterval, Resync: dashboard.DefaultResync},
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		LeaderElection:         true,

@@ -77,3 +77,20 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		t.Fatalf("defaults must be valid: %v", err)
 	}
 }
+
+func TestValidateNamesEveryBadDuration(t *testing.T) {
+	c := Default()
+	c.Clusters.ProbeTimeout, c.Dashboard.Resync, c.Replacement.Window = 0, -time.Second, 0
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("durations <= 0 accepted")
+	}
+	for _, key := range []string{"clusters.probeTimeout", "dashboard.resync", "replacement.window"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("the error does not name %s: %v", key, err)
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("the defaults are invalid: %v", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 )
 
 // AddFlags registers a flag for every setting, with its default, plus
@@ -91,8 +93,17 @@ func (c Config) Validate() error {
 	if c.Limiter.Rate <= 0 || c.Limiter.Burst < 1 {
 		errs = append(errs, "limiter.rate must be > 0 and limiter.burst at least 1 (the limiter paces; it cannot halt)")
 	}
-	if c.Replacement.Cap < 1 {
-		errs = append(errs, "replacement.cap must be at least 1")
+	if err := c.ReplacementPolicy().Validate(); err != nil {
+		errs = append(errs, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	for _, st := range Settings(&c) {
+		// The replacement durations are the policy's to judge (above).
+		if d, ok := st.ptr.(*time.Duration); ok && *d <= 0 && !strings.HasPrefix(st.Key, "replacement.") {
+			errs = append(errs, fmt.Sprintf("%s must be > 0, got %s", st.Key, *d))
+		}
+	}
+	if c.Clusters.FailureThreshold < 1 || c.Clusters.QPS <= 0 || c.Clusters.Burst < 1 {
+		errs = append(errs, "clusters.failureThreshold and clusters.burst must be at least 1 and clusters.qps > 0")
 	}
 	if c.Clusters.ProbeTimeout >= c.Clusters.ProbeInterval {
 		errs = append(errs, "clusters.probeTimeout must be shorter than clusters.probeInterval")
@@ -101,4 +112,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// ReplacementPolicy is the replacement settings as the policy they configure.
+func (c Config) ReplacementPolicy() replacement.Policy {
+	r := c.Replacement
+	return replacement.Policy{InitialBackoff: r.InitialBackoff, MaxBackoff: r.MaxBackoff, Cap: int32(r.Cap),
+		Window: r.Window, HealthyReset: r.HealthyReset}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 )
 
 // Setting describes one configuration value.
@@ -45,7 +47,8 @@ func (s Setting) Value() string {
 // Settings lists every setting of c, each pointing at its field.
 func Settings(c *Config) []Setting {
 	return []Setting{
-		{"namespace", "namespace", "Namespace of the kubeconfig Secrets that register workload clusters (label etcdfleet.io/cluster-kubeconfig=true, key kubeconfig).", "namespace", &c.Namespace},
+		{"namespace", "namespace", "Namespace of the kubeconfig Secrets that register workload clusters (label " +
+			fleetv1.RegistrationLabel + "=true, key " + fleetv1.KubeconfigKey + ").", "namespace", &c.Namespace},
 		{"etcdAccess", "etcd-access", "How etcd members are reached: port-forward (WebSockets through each workload apiserver; works from outside), port-forward-spdy (the same over SPDY, for paths that block WebSocket upgrades; about 0.8 MiB more per member) or direct (Pod IPs; needs the Pod network).", "manager.etcdAccess", &c.EtcdAccess},
 		{"workers", "workers", "Concurrent reconciles per controller, shared by the whole fleet.", "manager.workers", &c.Workers},
 		{"limiter.rate", "limiter-rate", "Fleet-wide replacements per second (token bucket rate). Paces replacements; never halts them.", "limiter.rate", &c.Limiter.Rate},

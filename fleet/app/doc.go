@@ -5,22 +5,30 @@
 //
 // # Setup
 //
-//	f, err := manager.New(restConfig, cfg) // cfg from package config
+//	f, err := app.New(restConfig, cfg) // cfg from config/settings
 //	err = f.Start(ctx)
 //
 // # Implementation details
 //
-//   - One EtcdMember and one EtcdCluster controller serve all clusters
-//     (multicluster-runtime shares one queue); every controller option is
-//     set explicitly because v0.24.1 ignores the manager-wide defaults.
+//   - The provider is generic; this package fills its options: the
+//     registration label, key and paused annotation from fleet/api/v1alpha1,
+//     and the Scheme, watched kinds, access checks, cache narrowing and
+//     RESTMapper from memberctl/operator (derived from workload.Kinds).
+//   - operator.SetupMulticluster registers one EtcdMember and one
+//     EtcdCluster controller for all clusters (multicluster-runtime shares
+//     one queue).
+//   - Each part's options come from config/settings, whose defaults are the
+//     parts' own Default* values (a test checks the mapping keeps them).
 //   - The registry turns each engaged cluster into a workload.Cluster whose
 //     Gate is the shared limiter, whose Paused reads the Secret annotation
 //     and the Fleet object, and whose Context ends on disengagement so
 //     in-flight reconciles for a removed cluster stop.
 //   - The limiter's grants wake the waiting member at once through a channel
 //     source; the requeue-after is only the fallback.
-//   - The dashboard is told of every cluster state change and of limiter
-//     grants; it coalesces its writes.
+//   - The dashboard is told of every cluster state change, of limiter
+//     grants and of every EtcdCluster reconcile; it coalesces its writes.
+//   - The limiter's etcdfleet_limiter_* series are registered on
+//     controller-runtime's metrics registry while the manager runs.
 //
 // # Trade-offs
 //

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -29,11 +28,9 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
-	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
@@ -47,13 +44,12 @@ type Fleet struct {
 	registry  *registry
 }
 
-// Scheme knows the built-in kinds and both etcdfleet API groups.
+// Scheme knows the reconcilers' kinds (operator.AddToScheme: the built-in
+// ones and etcd.etcdfleet.io) and fleet.etcdfleet.io.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, etcdv1.AddToScheme, fleetv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
+	s := operator.Scheme()
+	if err := fleetv1.AddToScheme(s); err != nil {
+		panic(err) // only on a programming error in the scheme builders
 	}
 	return s
 }
@@ -64,7 +60,7 @@ func Scheme() *runtime.Scheme {
 var skipNameValidation = false
 
 // sharedScheme is the Scheme of every workload cluster; never add to it.
-var sharedScheme = sync.OnceValue(Scheme)
+var sharedScheme = sync.OnceValue(operator.Scheme)
 
 // New assembles the fleet manager for the management cluster at cfg.
 func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
@@ -73,29 +69,43 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 	}
 	f := &Fleet{}
 	grants := make(chan event.TypedGenericEvent[gate.Request], 1024)
-	// StartEmpty: a new leader must not spend a second burst (limiter doc).
-	f.Limiter = limiter.New(limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true,
-		OnGrant: func(r gate.Request) {
-			select { // never block the limiter: the requeue-after is the fallback
-			case grants <- event.TypedGenericEvent[gate.Request]{Object: r}:
-			default:
-			}
-			if f.Dashboard != nil {
-				f.Dashboard.Notify(r.Cluster)
-			}
-		}})
-	p, err := kubeconfigsecret.New(providerOptions(c, func(name string) {
-		if f.Dashboard != nil {
-			f.Dashboard.Notify(name)
+	f.Limiter = limiter.New(limiterOptions(c, func(r gate.Request) {
+		select { // never block the limiter: the requeue-after is the fallback
+		case grants <- event.TypedGenericEvent[gate.Request]{Object: r}:
+		default:
 		}
+		f.notify(r.Cluster)
 	}))
-	if err != nil {
+	if err := f.newManager(restCfg, c); err != nil {
 		return nil, err
+	}
+	if err := f.addParts(c, grants); err != nil {
+		return nil, err
+	}
+	if err := f.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return f, f.Manager.AddReadyzCheck("ping", healthz.Ping)
+}
+
+// notify tells the dashboard that cluster changed, once there is one.
+func (f *Fleet) notify(cluster string) {
+	if f.Dashboard != nil {
+		f.Dashboard.Notify(cluster)
+	}
+}
+
+// newManager builds the provider and the multicluster manager around it.
+func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
+	po := providerOptions(c, f.notify)
+	p, err := kubeconfigsecret.New(po)
+	if err != nil {
+		return err
 	}
 	f.Provider = p
 	mgr, err := mcmanager.New(restCfg, p, manager.Options{
 		Scheme:                  Scheme(),
-		Cache:                   cache.Options{ByObject: kubeconfigsecret.CacheByObject(c.Namespace)},
+		Cache:                   cache.Options{ByObject: po.CacheByObject()},
 		Metrics:                 metricsserver.Options{BindAddress: c.MetricsBindAddress},
 		HealthProbeBindAddress:  c.HealthProbeBindAddress,
 		LeaderElection:          c.LeaderElection,
@@ -106,38 +116,38 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &skipNameValidation},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.Manager = mgr
-	if err := p.SetupWithManager(context.Background(), mgr); err != nil {
-		return nil, err
+	return p.SetupWithManager(context.Background(), mgr)
+}
+
+// addParts adds the limiter, its metrics, the dashboard, the registry and
+// the reconcilers to the manager.
+func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
+	local := f.Manager.GetLocalManager()
+	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, dashboardOptions(c))
+	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}} {
+		if err := local.Add(r); err != nil {
+			return err
+		}
 	}
-	local := mgr.GetLocalManager()
-	if err := local.Add(f.Limiter); err != nil {
-		return nil, err
-	}
-	f.Dashboard = dashboard.New(mgr.GetLocalManager().GetClient(), f, f.Limiter, dashboard.Options{
-		MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
-		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name },
-	})
 	if err := f.Dashboard.SetupWithManager(local); err != nil {
-		return nil, err
+		return err
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
 		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name) },
 		known: func(name string) bool { _, ok := f.Provider.State(name); return ok }}
-	if err := mgr.Add(f.registry); err != nil {
-		return nil, err
+	if err := f.Manager.Add(f.registry); err != nil {
+		return err
 	}
-	mr := &etcdmember.Reconciler{Clusters: f.registry, Options: memberOptions(c)}
-	cr := &etcdcluster.Reconciler{Clusters: f.registry, Policy: mr.Options.Policy}
-	if err := setupControllers(mgr, f.registry, mr, cr, c.Workers, grants, f.Dashboard.Notify); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	return f, mgr.AddReadyzCheck("ping", healthz.Ping)
+	// The EtcdCluster reconciles run on every change of an EtcdCluster or
+	// of its members (readiness, quorum, replacement counts), which is
+	// exactly what the dashboard shows.
+	return operator.SetupMulticluster(f.Manager, operator.MulticlusterOptions{
+		Clusters: f.registry, Member: memberOptions(c), Workers: c.Workers,
+		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
+	})
 }
 
 // Start runs the fleet until ctx ends.
@@ -158,37 +168,33 @@ func (f *Fleet) newCluster(c settings.Config) func(context.Context, string, clus
 
 func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.Options {
 	return kubeconfigsecret.Options{
-		Namespace: c.Namespace, QPS: float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
+		Namespace: c.Namespace, Label: fleetv1.RegistrationLabel, Key: fleetv1.KubeconfigKey,
+		PausedAnnotation: fleetv1.PausedAnnotation,
+		QPS:              float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
 		PreflightTimeout: c.Clusters.PreflightTimeout, ProbeInterval: c.Clusters.ProbeInterval,
 		ProbeTimeout: c.Clusters.ProbeTimeout, FailureThreshold: c.Clusters.FailureThreshold,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			// One Scheme and one RESTMapper for all workload clusters:
 			// both are read-only once built, and each would otherwise
 			// cost a few hundred KiB per cluster.
-			o.Scheme = sharedScheme()
 			o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return operator.RESTMapper(), nil }
 			o.Cache.ByObject = operator.CacheByObject()
 			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
 		}},
-		AccessChecks: accessChecks(operator.Access(c.EtcdAccess)),
+		Scheme:       sharedScheme(),
+		WatchedKinds: operator.WatchedKinds(),
+		AccessChecks: AccessChecks(operator.Access(c.EtcdAccess)),
 		OnChange:     onChange,
 		Prepare:      prepare(c),
 	}
 }
 
-// accessChecks are the provider's defaults with the port-forward verb that
-// the configured etcd access needs, or without port-forward for direct.
-func accessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
-	verb := a.PortForwardVerb()
+// AccessChecks are the permissions the reconcilers need with etcd access
+// a (operator.AccessChecks), as the provider's pre-flight checks them.
+func AccessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
 	var out []kubeconfigsecret.AccessCheck
-	for _, ch := range kubeconfigsecret.DefaultAccessChecks() {
-		if ch.Subresource == "portforward" {
-			if verb == "" {
-				continue
-			}
-			ch.Verbs = []string{verb}
-		}
-		out = append(out, ch)
+	for _, c := range operator.AccessChecks(a) {
+		out = append(out, kubeconfigsecret.AccessCheck(c))
 	}
 	return out
 }
@@ -208,10 +214,22 @@ func prepare(c settings.Config) func(context.Context, *rest.Config) error {
 	}
 }
 
+// The options of each part, from the settings. Zero settings never reach
+// here (Validate), and settings.Default is made of the parts' own defaults.
+
+func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Options {
+	// StartEmpty: a new leader must not spend a second burst (limiter doc).
+	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true, OnGrant: onGrant}
+}
+
+func dashboardOptions(c settings.Config) dashboard.Options {
+	return dashboard.Options{MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
+		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name }}
+}
+
 func memberOptions(c settings.Config) etcdmember.Options {
 	o := etcdmember.DefaultOptions()
-	o.Policy = replacement.Policy{InitialBackoff: c.Replacement.InitialBackoff, MaxBackoff: c.Replacement.MaxBackoff,
-		Cap: int32(c.Replacement.Cap), Window: c.Replacement.Window, HealthyReset: c.Replacement.HealthyReset}
+	o.Policy = c.ReplacementPolicy()
 	return o
 }
 

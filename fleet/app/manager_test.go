@@ -43,8 +43,8 @@ var _ = Describe("--ensure-workload-crds", func() {
 		_, err = mgmt.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = mgmt.Clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "bare", Labels: map[string]string{"etcdfleet.io/cluster-kubeconfig": "true"}},
-			Data:       map[string][]byte{"kubeconfig": f.Cluster("bare").Kubeconfig},
+			ObjectMeta: metav1.ObjectMeta{Name: "bare", Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
+			Data:       map[string][]byte{fleetv1.KubeconfigKey: f.Cluster("bare").Kubeconfig},
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 

@@ -108,17 +108,6 @@ func (r *registry) Start(ctx context.Context) error {
 // NeedLeaderElection: engaged clusters are acted on by the leader only.
 func (r *registry) NeedLeaderElection() bool { return true }
 
-// Names lists the engaged clusters.
-func (r *registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.clusters))
-	for n := range r.clusters {
-		out = append(out, n)
-	}
-	return out
-}
-
 // clusterConfig builds the operator's view of one engaged cluster. The
 // Recorder is left to operator.NewCluster, whose lean one suits a fleet.
 func clusterConfig(name string, cl cluster.Cluster, ctx context.Context) operator.ClusterConfig {

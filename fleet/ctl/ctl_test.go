@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
@@ -53,8 +54,8 @@ func register(ctx context.Context, name string, workload *rest.Config) (string, 
 func registered(ctx context.Context, name string) *rest.Config {
 	s, err := fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	ExpectWithOffset(1, s.Labels).To(HaveKeyWithValue(ctl.LabelKubeconfig, "true"))
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[ctl.KeyKubeconfig])
+	ExpectWithOffset(1, s.Labels).To(HaveKeyWithValue(fleetv1.RegistrationLabel, "true"))
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[fleetv1.KubeconfigKey])
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return cfg
 }

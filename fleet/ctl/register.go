@@ -17,12 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/config"
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 )
 
-// Registration labels, keys and names shared with the manager.
+// Names on the workload cluster. The registration label and key are
+// fleetv1.RegistrationLabel and fleetv1.KubeconfigKey, shared with the
+// manager.
 const (
-	LabelKubeconfig   = "etcdfleet.io/cluster-kubeconfig"
-	KeyKubeconfig     = "kubeconfig"
 	WorkloadNamespace = "etcdfleet-system"
 	WorkloadSA        = "etcdfleet"
 	fieldManager      = "etcdfleetctl"
@@ -89,7 +90,7 @@ func checkCollision(ctx context.Context, mg client.Client, ns, name, server stri
 	if err != nil {
 		return explain("management cluster", err)
 	}
-	kc, err := clientcmd.Load(s.Data[KeyKubeconfig])
+	kc, err := clientcmd.Load(s.Data[fleetv1.KubeconfigKey])
 	if err != nil || kc.Contexts[kc.CurrentContext] == nil {
 		return nil // an unreadable registration may be replaced
 	}
@@ -138,8 +139,8 @@ func writeSecret(ctx context.Context, c client.Client, ns, name string, kc []byt
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
-	s.Labels[LabelKubeconfig] = "true"
-	s.Data = map[string][]byte{KeyKubeconfig: kc}
+	s.Labels[fleetv1.RegistrationLabel] = "true"
+	s.Data = map[string][]byte{fleetv1.KubeconfigKey: kc}
 	if apierrors.IsNotFound(err) {
 		return c.Create(ctx, s)
 	}

@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pdb"
@@ -52,23 +48,6 @@ type Reconciler struct {
 	// cluster-wide crash-loop and pod-loss backoff and cap. The zero value
 	// means replacement.DefaultPolicy().
 	Policy replacement.Policy
-}
-
-// SetupWithManager runs r for the single cluster of mgr: EtcdClusters and
-// the EtcdMembers, Services and PodDisruptionBudgets they own. The
-// request's cluster name is always "". r.Clusters must serve that name
-// (for example workload.Static).
-func SetupWithManager(mgr ctrl.Manager, r *Reconciler, opts controller.Options) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("etcdcluster").
-		For(&v1alpha1.EtcdCluster{}).
-		Owns(&v1alpha1.EtcdMember{}).
-		Owns(&corev1.Service{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		WithOptions(opts).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return r.Reconcile(ctx, "", req.NamespacedName)
-		}))
 }
 
 func (r *Reconciler) policy() replacement.Policy {

@@ -1,18 +1,34 @@
-// Package operator assembles memberctl for one workload cluster: the
-// workload.Cluster handle (clients, recorder, etcd access, gate) and the
-// EtcdCluster and EtcdMember reconcilers.
+// Package operator assembles memberctl for workload clusters: the
+// workload.Cluster handle (clients, recorder, etcd access, gate), the
+// EtcdCluster and EtcdMember reconcilers, and every view of the kinds they
+// use, derived from the one table workload.Kinds.
 //
 // # Setup
 //
-// A single-cluster operator calls SetupWithManager on a controller-runtime
-// manager whose cache was narrowed with CacheByObject. The fleet layer calls
-// NewCluster for every engaged cluster and wires the same reconcilers
-// through multicluster-runtime.
+// A single-cluster operator builds its controller-runtime manager with
+// ManagerOptions (Scheme, narrowed caches, uncached kinds) and calls
+// SetupWithManager.
+// A multicluster one (the fleet) calls SetupMulticluster on a
+// multicluster-runtime manager and NewCluster for every engaged cluster,
+// and configures its cluster provider with Scheme, WatchedKinds,
+// AccessChecks, CacheByObject, UncachedObjects and RESTMapper.
+//
+// # Implementation details
+//
+// workload.Kinds lists each kind once with its role (For or Owns by which
+// controller), its cache narrowing, whether it is cached and its REST
+// scope. Watches, cache options, the static RESTMapper, the pre-flight
+// access checks (list and watch of every watched kind, plus the
+// port-forward verb of the Access mode) and the Scheme are derived from it
+// here, so adding a kind is one line. SetupMulticluster takes the gate's
+// wake-up channel and a per-EtcdCluster-reconcile callback as plain
+// parameters: memberctl knows nothing of fleets.
 //
 // # Trade-offs
 //
 // Caches of Pods, PVCs, Services and PDBs hold only objects labelled
 // managed-by=etcdfleet: a workload cluster with thousands of unrelated Pods
 // must not grow the operator's memory. Secrets (TLS material) are read
-// uncached, on demand, for the same reason.
+// uncached, on demand, for the same reason. The RESTMapper is static (see
+// RESTMapper), so a kind missing from the table fails at its first use.
 package operator

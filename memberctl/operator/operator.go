@@ -7,16 +7,13 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
@@ -54,23 +51,6 @@ func (a Access) PortForwardVerb() string {
 	}
 	return ""
 }
-
-// CacheByObject narrows the caches of the kinds the reconcilers own to the
-// objects etcdfleet manages.
-func CacheByObject() map[client.Object]cache.ByObject {
-	sel := v1alpha1.ManagedByLabelSelector()
-	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   {Label: sel},
-		&corev1.PersistentVolumeClaim{}: {Label: sel},
-		&corev1.Service{}:               {Label: sel},
-		&policyv1.PodDisruptionBudget{}: {Label: sel},
-	}
-}
-
-// UncachedObjects are read straight from the apiserver: Secrets hold TLS
-// material, are read by name only, and the RBAC grants get, not list/watch,
-// so a cache (a cluster-wide informer) could never sync.
-func UncachedObjects() []client.Object { return []client.Object{&corev1.Secret{}} }
 
 // ClusterConfig describes one workload cluster to NewCluster.
 type ClusterConfig struct {
@@ -143,7 +123,18 @@ type Options struct {
 	MaxConcurrentReconciles int
 }
 
-// SetupWithManager runs both reconcilers for mgr's single cluster.
+// ManagerOptions returns o with what a single-cluster manager needs for
+// SetupWithManager: the Scheme, the narrowed caches and the uncached kinds,
+// all derived from workload.Kinds.
+func ManagerOptions(o ctrl.Options) ctrl.Options {
+	o.Scheme = Scheme()
+	o.Cache.ByObject = CacheByObject()
+	o.Client.Cache = &client.CacheOptions{DisableFor: UncachedObjects()}
+	return o
+}
+
+// SetupWithManager runs both reconcilers for mgr's single cluster, whose
+// options came from ManagerOptions.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 4

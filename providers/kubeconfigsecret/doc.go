@@ -4,40 +4,45 @@
 // # Setup
 //
 // A workload cluster is registered by a Secret in the provider's namespace
-// with the label etcdfleet.io/cluster-kubeconfig: "true" and its kubeconfig
-// under the data key "kubeconfig". The cluster's name is the Secret's name.
-// The kubeconfig must be self-contained (inline token or client certificate,
-// certificate-authority-data); exec and auth-provider plugins and file
-// references are refused, because whoever writes the Secret would otherwise
-// run programs in, or read files of, the operator (such as its own token).
+// labelled Options.Label: "true", with its kubeconfig under the data key
+// Options.Key. The cluster's name is the Secret's name. The provider is
+// generic: it imports nothing of etcdfleet, and the label, key, paused
+// annotation, Scheme, watched kinds and access checks are its caller's
+// (etcdfleet's manager fills them from fleet/api/v1alpha1 and memberctl).
+// The kubeconfig must be self-contained (inline token or client
+// certificate, certificate-authority-data); exec and auth-provider plugins
+// and file references are refused, because whoever writes the Secret would
+// otherwise run programs in, or read files of, the operator (such as its
+// own token).
 //
-// The credentials need list and watch on etcdclusters, etcdmembers, pods,
-// persistentvolumeclaims, services and poddisruptionbudgets cluster-wide,
-// and get on pods/portforward (DefaultAccessChecks; create instead for
-// SPDY, see Options.AccessChecks). Pre-flight also asks discovery whether
-// every WatchedKinds kind is served, so missing CRDs are reported before
-// anything is cached. The operator needs
-// get/list/watch on Secrets in the namespace of the management cluster.
+// Pre-flight checks every Options.AccessChecks permission cluster-wide and
+// asks discovery whether every WatchedKinds kind is served, so missing
+// permissions and CRDs are reported before anything is cached. The
+// operator needs get/list/watch on Secrets in the namespace of the
+// management cluster.
 //
-// Annotating the Secret etcdfleet.io/paused: "true" marks the cluster
+// Annotating the Secret Options.PausedAnnotation: "true" marks the cluster
 // paused in its ClusterState; the cluster stays engaged and watched.
 //
 // # Usage
 //
 //	opts := kubeconfigsecret.Options{
-//		Namespace:      "etcdfleet-system",
-//		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = operator.CacheByObject() }},
+//		Namespace: "etcdfleet-system", Label: "example.com/kubeconfig", Key: "kubeconfig",
+//		Scheme:       scheme,           // knows every watched kind
+//		WatchedKinds: watched,          // every kind the controllers watch
+//		AccessChecks: checks,           // list/watch of those, and more
+//		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = narrowed }},
 //		OnChange:       dashboard.Refresh,
 //	}
 //	p, err := kubeconfigsecret.New(opts)
 //	mgr, err := mcmanager.New(cfg, p, mcmanager.Options{
-//		Scheme: kubeconfigsecret.NewScheme(),
+//		Scheme: scheme,
 //		// Cache only the labelled Secrets of the namespace, not every Secret.
 //		Cache:          cache.Options{ByObject: opts.CacheByObject()},
 //		LeaderElection: true, // only the leader connects to workload clusters
 //	})
 //	err = p.SetupWithManager(ctx, mgr)
-//	// multicluster controllers: mcbuilder.ControllerManagedBy(mgr).For(&v1alpha1.EtcdMember{})...
+//	// multicluster controllers: mcbuilder.ControllerManagedBy(mgr).For(...)...
 //	err = mgr.Start(ctx)
 //
 // Reconcilers should bind their work on a cluster to p.Context(name): it is

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
@@ -35,7 +36,7 @@ func putSecret(ctx context.Context, name string, data map[string][]byte, labelle
 	_, err := createOrUpdate(ctx, sec, func() {
 		sec.Labels, sec.Annotations, sec.Data = nil, annotations, data
 		if labelled {
-			sec.Labels = map[string]string{kubeconfigsecret.DefaultLabel: "true"}
+			sec.Labels = map[string]string{testLabel: "true"}
 		}
 	})
 	Expect(err).NotTo(HaveOccurred())
@@ -58,7 +59,7 @@ func createOrUpdate(ctx context.Context, sec *corev1.Secret, mutate func()) (boo
 
 func register(ctx context.Context, name string, kubeconfig []byte) {
 	GinkgoHelper()
-	putSecret(ctx, name, map[string][]byte{kubeconfigsecret.DefaultKey: kubeconfig}, true, nil)
+	putSecret(ctx, name, map[string][]byte{testKey: kubeconfig}, true, nil)
 }
 
 func deleteSecret(ctx context.Context, name string) {
@@ -98,7 +99,7 @@ func waitConnected(name string, timeout time.Duration) context.Context {
 func createEtcdCluster(ctx context.Context, c *sandbox.Cluster, ns, name string) {
 	GinkgoHelper()
 	namespace(ctx, c, ns)
-	cl, err := client.New(c.Config, client.Options{Scheme: kubeconfigsecret.NewScheme()})
+	cl, err := client.New(c.Config, client.Options{Scheme: operator.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	ec := &v1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

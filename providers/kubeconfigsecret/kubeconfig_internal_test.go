@@ -84,7 +84,7 @@ var _ = DescribeTable("classify",
 )
 
 var _ = Describe("Options", func() {
-	It("defaults in one place and requires a namespace", func() {
+	It("defaults in one place and requires a namespace, label and key", func() {
 		o := Options{Namespace: "ns"}.withDefaults()
 		Expect(o.QPS).To(BeNumerically("==", 50))
 		Expect(o.Burst).To(Equal(100))
@@ -92,8 +92,10 @@ var _ = Describe("Options", func() {
 		Expect(o.FailureThreshold).To(Equal(5))
 		Expect(o.Backoff.Cap.Minutes()).To(BeNumerically("==", 5))
 		Expect(o.ControllerName).To(Equal("kubeconfigsecret-ns"))
-		Expect(o.WatchedKinds).To(HaveLen(6))
+		Expect(o.Scheme).NotTo(BeNil())
+		Expect(o.WatchedKinds).To(BeEmpty(), "what to watch is the caller's")
 		_, err := New(Options{})
-		Expect(err).To(MatchError(ContainSubstring("Namespace is required")))
+		Expect(err).To(MatchError(And(ContainSubstring("Namespace is required"),
+			ContainSubstring("Label is required"), ContainSubstring("Key is required"))))
 	})
 })

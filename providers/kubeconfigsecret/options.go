@@ -2,36 +2,37 @@ package kubeconfigsecret
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
-	"k8s.io/client-go/rest"
 	"math"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-
-	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 )
 
+// Defaults of Options. withDefaults is the only place they are applied;
+// they are exported so that a configuration layer can show them.
 const (
-	// DefaultLabel marks a Secret as a workload cluster's kubeconfig; its
-	// value must be exactly "true".
-	DefaultLabel = "etcdfleet.io/cluster-kubeconfig"
-	// DefaultKey is the Secret data key holding the kubeconfig.
-	DefaultKey = "kubeconfig"
-	// DefaultPausedAnnotation set to "true" on the Secret marks the cluster
-	// paused in its ClusterState (the cluster stays engaged and watched).
-	DefaultPausedAnnotation = "etcdfleet.io/paused"
+	// DefaultQPS and DefaultBurst of each workload cluster's clients:
+	// client-go's own 5/10 starve one cluster's reconciles.
+	DefaultQPS   = 50
+	DefaultBurst = 100
+	// DefaultRESTTimeout: see Options.RESTTimeout.
+	DefaultRESTTimeout      = 30 * time.Second
+	DefaultPreflightTimeout = 10 * time.Second
+	DefaultSyncTimeout      = 30 * time.Second
+	DefaultProbeInterval    = 10 * time.Second
+	DefaultProbeTimeout     = 5 * time.Second
+	DefaultFailureThreshold = 5
 )
 
 // AccessCheck is one permission the workload-cluster credentials need,
@@ -59,18 +60,21 @@ func (a AccessCheck) String() string {
 type Options struct {
 	// Namespace holding the kubeconfig Secrets (required).
 	Namespace string
-	// Label selecting the Secrets (value "true"); default DefaultLabel.
+	// Label selecting the Secrets; its value must be exactly "true"
+	// (required).
 	Label string
-	// Key of the kubeconfig in the Secret's data; default DefaultKey.
+	// Key of the kubeconfig in the Secret's data (required).
 	Key string
-	// PausedAnnotation; default DefaultPausedAnnotation.
+	// PausedAnnotation set to "true" on a Secret marks its cluster paused
+	// in its ClusterState (the cluster stays engaged and watched). Empty:
+	// no cluster is ever marked paused.
 	PausedAnnotation string
 	// ControllerName of the Secret controller on the local manager; default
 	// "kubeconfigsecret-<Namespace>" (unique per provider).
 	ControllerName string
 
-	// QPS and Burst of each workload cluster's clients (default 50/100;
-	// client-go's own 5/10 starve one cluster's reconciles).
+	// QPS and Burst of each workload cluster's clients (DefaultQPS,
+	// DefaultBurst).
 	QPS   float32
 	Burst int
 	// RESTTimeout is rest.Config.Timeout of the workload clients (default
@@ -97,17 +101,20 @@ type Options struct {
 	// doubling to 5m, 10% jitter). Steps 0 means unlimited.
 	Backoff wait.Backoff
 
-	// ClusterOptions are passed to cluster.New after a default that sets
-	// Scheme to NewScheme(); narrow the workload caches here (for example
-	// Cache.ByObject = operator.CacheByObject()).
+	// Scheme of the workload clusters; it must know every WatchedKinds
+	// kind. Default: client-go's scheme of the built-in kinds.
+	Scheme *runtime.Scheme
+	// ClusterOptions are passed to cluster.New after one that sets Scheme;
+	// narrow the workload caches here (Cache.ByObject).
 	ClusterOptions []cluster.Option
-	// WatchedKinds are the kinds whose informers are synced before Engage.
-	// It MUST include every kind a multicluster controller watches: mcr's
-	// Engage waits for the informers of the watched kinds under a lock shared
-	// by all clusters, which is harmless only if they are already synced.
-	// Default: DefaultWatchedKinds().
+	// WatchedKinds are the kinds whose informers are synced before Engage,
+	// and whose serving pre-flight checks. It MUST include every kind a
+	// multicluster controller watches: mcr's Engage waits for the informers
+	// of the watched kinds under a lock shared by all clusters, which is
+	// harmless only if they are already synced.
 	WatchedKinds []client.Object
-	// AccessChecks verified in pre-flight. Default: DefaultAccessChecks().
+	// AccessChecks verified in pre-flight, typically list and watch of every
+	// WatchedKinds kind and whatever else the controllers need.
 	AccessChecks []AccessCheck
 
 	// Prepare, if set, runs before pre-flight with the cluster's config,
@@ -121,77 +128,28 @@ type Options struct {
 	OnChange func(name string)
 }
 
-// DefaultWatchedKinds are the kinds the etcdfleet controllers watch on a
-// workload cluster.
-func DefaultWatchedKinds() []client.Object {
-	return []client.Object{
-		&v1alpha1.EtcdCluster{}, &v1alpha1.EtcdMember{},
-		&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{},
-		&policyv1.PodDisruptionBudget{},
-	}
-}
-
-// DefaultAccessChecks are the permissions the etcdfleet controllers need on
-// a workload cluster: list/watch of every watched kind, and port-forward to
-// reach etcd members through the API server (get: the WebSocket upgrade is
-// a GET; see operator.Access.PortForwardVerb for the other modes).
-func DefaultAccessChecks() []AccessCheck {
-	lw := []string{"list", "watch"}
-	return []AccessCheck{
-		{Group: v1alpha1.GroupName, Resource: "etcdclusters", Verbs: lw},
-		{Group: v1alpha1.GroupName, Resource: "etcdmembers", Verbs: lw},
-		{Resource: "pods", Verbs: lw},
-		{Resource: "persistentvolumeclaims", Verbs: lw},
-		{Resource: "services", Verbs: lw},
-		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: lw},
-		{Resource: "pods", Subresource: "portforward", Verbs: []string{"get"}},
-	}
-}
-
-// NewScheme knows the built-in kinds and etcd.etcdfleet.io; it is the
-// workload clusters' default scheme and suits the manager too.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
-
 func (o Options) withDefaults() Options {
-	if o.Label == "" {
-		o.Label = DefaultLabel
-	}
-	if o.Key == "" {
-		o.Key = DefaultKey
-	}
-	if o.PausedAnnotation == "" {
-		o.PausedAnnotation = DefaultPausedAnnotation
-	}
 	if o.ControllerName == "" {
 		o.ControllerName = "kubeconfigsecret-" + o.Namespace
 	}
 	if o.QPS == 0 {
-		o.QPS = 50
+		o.QPS = DefaultQPS
 	}
 	if o.Burst == 0 {
-		o.Burst = 100
+		o.Burst = DefaultBurst
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
 		}
 	}
-	def(&o.RESTTimeout, 30*time.Second)
-	def(&o.PreflightTimeout, 10*time.Second)
-	def(&o.SyncTimeout, 30*time.Second)
-	def(&o.ProbeInterval, 10*time.Second)
-	def(&o.ProbeTimeout, 5*time.Second)
+	def(&o.RESTTimeout, DefaultRESTTimeout)
+	def(&o.PreflightTimeout, DefaultPreflightTimeout)
+	def(&o.SyncTimeout, DefaultSyncTimeout)
+	def(&o.ProbeInterval, DefaultProbeInterval)
+	def(&o.ProbeTimeout, DefaultProbeTimeout)
 	if o.FailureThreshold == 0 {
-		o.FailureThreshold = 5
+		o.FailureThreshold = DefaultFailureThreshold
 	}
 	if o.Backoff.Duration == 0 {
 		o.Backoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Cap: 5 * time.Minute}
@@ -199,13 +157,10 @@ func (o Options) withDefaults() Options {
 	if o.Backoff.Steps == 0 {
 		o.Backoff.Steps = math.MaxInt32
 	}
-	if o.WatchedKinds == nil {
-		o.WatchedKinds = DefaultWatchedKinds()
+	if o.Scheme == nil {
+		o.Scheme = clientgoscheme.Scheme
 	}
-	if o.AccessChecks == nil {
-		o.AccessChecks = DefaultAccessChecks()
-	}
-	scheme := func(co *cluster.Options) { co.Scheme = NewScheme() }
+	scheme := func(co *cluster.Options) { co.Scheme = o.Scheme }
 	o.ClusterOptions = append([]cluster.Option{scheme}, o.ClusterOptions...)
 	return o
 }
@@ -214,6 +169,12 @@ func (o Options) validate() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("Namespace is required"))
+	}
+	if o.Label == "" {
+		errs = append(errs, errors.New("Label is required"))
+	}
+	if o.Key == "" {
+		errs = append(errs, errors.New("Key is required"))
 	}
 	for _, d := range []struct {
 		name string
@@ -241,10 +202,4 @@ func (o Options) CacheByObject() map[client.Object]cache.ByObject {
 			Label:      labels.SelectorFromSet(labels.Set{o.Label: "true"}),
 		},
 	}
-}
-
-// CacheByObject is Options{Namespace: namespace}.CacheByObject(), for the
-// default label.
-func CacheByObject(namespace string) map[client.Object]cache.ByObject {
-	return Options{Namespace: namespace}.CacheByObject()
 }

@@ -89,8 +89,9 @@ func serverVersion(ctx context.Context, rc rest.Interface) (string, error) {
 
 // unservedKinds returns the kinds in gvks that the server does not serve,
 // as Kind.group/version, sorted: one discovery request per group version.
-// The caches of an engaged cluster map kinds without discovery (see
-// operator.RESTMapper), so this is where a missing CRD is found.
+// The caches of an engaged cluster may map kinds without discovery (a
+// static RESTMapper in ClusterOptions, as etcdfleet's manager passes), so
+// this is where a missing CRD is found.
 func unservedKinds(ctx context.Context, rc rest.Interface, gvks []schema.GroupVersionKind) ([]string, error) {
 	byGV := map[schema.GroupVersion][]string{}
 	for _, gvk := range gvks {

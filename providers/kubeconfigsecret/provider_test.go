@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
@@ -46,8 +47,8 @@ var _ = Describe("Registration", func() {
 		Eventually(rec.saw("reg-w1", "reg-events", "one")).WithTimeout(10 * time.Second).Should(BeTrue())
 
 		By("exposing the paused annotation while staying engaged")
-		putSecret(ctx, "reg-w1", map[string][]byte{kubeconfigsecret.DefaultKey: w1.Kubeconfig}, true,
-			map[string]string{kubeconfigsecret.DefaultPausedAnnotation: "true"})
+		putSecret(ctx, "reg-w1", map[string][]byte{testKey: w1.Kubeconfig}, true,
+			map[string]string{testPaused: "true"})
 		Eventually(func() bool { return state("reg-w1")().Paused }).Should(BeTrue())
 		Expect(connected("reg-w1")()).To(BeTrue())
 		Expect(cctx.Err()).NotTo(HaveOccurred(), "an annotation change must not re-engage")
@@ -91,7 +92,7 @@ var _ = Describe("Registration", func() {
 		cctx := waitConnected("unlabel-w1", 30*time.Second)
 
 		By("removing the label")
-		putSecret(ctx, "unlabel-w1", map[string][]byte{kubeconfigsecret.DefaultKey: w1.Kubeconfig}, false, nil)
+		putSecret(ctx, "unlabel-w1", map[string][]byte{testKey: w1.Kubeconfig}, false, nil)
 		Eventually(cctx.Done()).WithTimeout(5 * time.Second).Should(BeClosed())
 		Expect(registered("unlabel-w1")()).To(BeFalse())
 		_, ok := provider.Context("unlabel-w1")
@@ -117,18 +118,18 @@ var _ = Describe("Registration", func() {
 		// drops it and leaks the cluster).
 		const ns = "fleet-kubeconfigs-wide"
 		namespace(ctx, mgmt, ns)
-		wide, err := kubeconfigsecret.New(kubeconfigsecret.Options{Namespace: ns, ProbeInterval: time.Second})
+		wide, err := kubeconfigsecret.New(kubeconfigsecret.Options{Namespace: ns, Label: testLabel, Key: testKey, ProbeInterval: time.Second})
 		Expect(err).NotTo(HaveOccurred())
 		wmgr, err := mcmanager.New(mgmt.Config, wide, manager.Options{
-			Scheme: kubeconfigsecret.NewScheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Scheme: operator.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(wide.SetupWithManager(ctx, wmgr)).To(Succeed())
 		startManager(wmgr)
 
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wide-w1",
-			Labels: map[string]string{kubeconfigsecret.DefaultLabel: "true"}},
-			Data: map[string][]byte{kubeconfigsecret.DefaultKey: w1.Kubeconfig}}
+			Labels: map[string]string{testLabel: "true"}},
+			Data: map[string][]byte{testKey: w1.Kubeconfig}}
 		Expect(mgmtC.Create(ctx, sec)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(mgmtC.Delete(ctx, sec))).To(Succeed()) })
 		Eventually(func() bool { st, _ := wide.State("wide-w1"); return st.Connected }).WithTimeout(30 * time.Second).Should(BeTrue())
@@ -148,10 +149,10 @@ var _ = Describe("Registration", func() {
 	It("caches only the labelled Secrets of its namespace", func(ctx SpecContext) {
 		namespace(ctx, mgmt, "cache-elsewhere")
 		elsewhere := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "cache-elsewhere", Name: "other",
-			Labels: map[string]string{kubeconfigsecret.DefaultLabel: "true"}},
-			Data: map[string][]byte{kubeconfigsecret.DefaultKey: w1.Kubeconfig}}
+			Labels: map[string]string{testLabel: "true"}},
+			Data: map[string][]byte{testKey: w1.Kubeconfig}}
 		Expect(mgmtC.Create(ctx, elsewhere)).To(Succeed())
-		putSecret(ctx, "cache-plain", map[string][]byte{kubeconfigsecret.DefaultKey: w1.Kubeconfig}, false, nil)
+		putSecret(ctx, "cache-plain", map[string][]byte{testKey: w1.Kubeconfig}, false, nil)
 		register(ctx, "cache-labelled", w1.Kubeconfig)
 		waitConnected("cache-labelled", 30*time.Second)
 
@@ -163,7 +164,7 @@ var _ = Describe("Registration", func() {
 		Expect(c.List(ctx, &list, client.InNamespace(secretNS))).To(Succeed())
 		Expect(list.Items).NotTo(BeEmpty())
 		for _, s := range list.Items {
-			Expect(s.Labels).To(HaveKeyWithValue(kubeconfigsecret.DefaultLabel, "true"), s.Name)
+			Expect(s.Labels).To(HaveKeyWithValue(testLabel, "true"), s.Name)
 		}
 		err := c.Get(ctx, types.NamespacedName{Namespace: secretNS, Name: "cache-plain"}, &corev1.Secret{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "an unlabelled Secret must not be cached: %v", err)
@@ -219,7 +220,7 @@ var _ = Describe("Bad Secrets", func() {
 
 		By("engaging fixed Secrets")
 		register(ctx, "bad-yaml", w1.Kubeconfig)
-		putSecret(ctx, "bad-nokey", map[string][]byte{kubeconfigsecret.DefaultKey: w1.Kubeconfig}, true, nil)
+		putSecret(ctx, "bad-nokey", map[string][]byte{testKey: w1.Kubeconfig}, true, nil)
 		waitConnected("bad-yaml", 10*time.Second)
 		waitConnected("bad-nokey", 10*time.Second)
 		Eventually(rec.saw("bad-yaml", "bad-events", "one")).WithTimeout(10 * time.Second).Should(BeTrue())

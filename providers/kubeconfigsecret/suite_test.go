@@ -38,6 +38,15 @@ import (
 // own Secret names and namespaces and removes its Secrets.
 const secretNS = "fleet-kubeconfigs"
 
+// The provider is generic: the registration label, key and paused
+// annotation are the caller's; the label and annotation here differ from
+// etcdfleet's own to show it.
+const (
+	testLabel  = "test.example/workload-kubeconfig"
+	testKey    = "kubeconfig"
+	testPaused = "test.example/paused"
+)
+
 var (
 	fleet    *sandbox.Fleet
 	mgmt, w1 *sandbox.Cluster
@@ -53,6 +62,12 @@ var (
 // hung cluster is visibly stuck in pre-flight meanwhile.
 var testOptions = kubeconfigsecret.Options{
 	Namespace:        secretNS,
+	Label:            testLabel,
+	Key:              testKey,
+	PausedAnnotation: testPaused,
+	Scheme:           operator.Scheme(),
+	WatchedKinds:     operator.WatchedKinds(),
+	AccessChecks:     accessChecks(operator.PortForward),
 	PreflightTimeout: 6 * time.Second,
 	SyncTimeout:      15 * time.Second,
 	ProbeInterval:    250 * time.Millisecond,
@@ -61,6 +76,16 @@ var testOptions = kubeconfigsecret.Options{
 	Backoff:          wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Cap: 2 * time.Second},
 	ClusterOptions:   []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = operator.CacheByObject() }},
 	OnChange:         hist.record,
+}
+
+// accessChecks are memberctl's permissions in the provider's type, as the
+// fleet wiring passes them.
+func accessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
+	var out []kubeconfigsecret.AccessCheck
+	for _, c := range operator.AccessChecks(a) {
+		out = append(out, kubeconfigsecret.AccessCheck(c))
+	}
+	return out
 }
 
 func TestKubeconfigSecret(t *testing.T) {
@@ -85,14 +110,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	DeferCleanup(func() { Expect(fleet.Stop()).To(Succeed()) })
 	AddReportEntry("sandbox start", time.Since(start).Round(time.Millisecond).String())
 	mgmt, w1 = fleet.Cluster("mgmt"), fleet.Cluster("w1")
-	mgmtC, err = client.New(mgmt.Config, client.Options{Scheme: kubeconfigsecret.NewScheme()})
+	mgmtC, err = client.New(mgmt.Config, client.Options{Scheme: operator.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	namespace(ctx, mgmt, secretNS)
 
 	provider, err = kubeconfigsecret.New(testOptions)
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err = mcmanager.New(mgmt.Config, provider, manager.Options{
-		Scheme:                 kubeconfigsecret.NewScheme(),
+		Scheme:                 operator.Scheme(),
 		Cache:                  cache.Options{ByObject: testOptions.CacheByObject()},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -36,3 +36,19 @@ const (
 	ReasonFleetPaused      = "FleetPaused"
 	ReasonNotPaused        = "NotPaused"
 )
+
+// Registration of a workload cluster: a Secret in the manager's namespace
+// labelled RegistrationLabel=true, holding a kubeconfig under KubeconfigKey.
+// These are the only definitions: etcdfleetctl writes them, the manager
+// configures its provider with them, and the chart and docs are tested
+// against them.
+const (
+	// RegistrationLabel set to "true" marks a Secret as a workload
+	// cluster's kubeconfig.
+	RegistrationLabel = "etcdfleet.io/cluster-kubeconfig"
+	// KubeconfigKey is the Secret data key holding the kubeconfig.
+	KubeconfigKey = "kubeconfig"
+	// PausedAnnotation set to "true" on the Secret pauses destructive
+	// actions in that cluster (it stays engaged and watched).
+	PausedAnnotation = "etcdfleet.io/paused"
+)

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/config/settings"
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -145,8 +145,8 @@ func setUp(b *testing.B, ctx context.Context, f *sandbox.Fleet, names []string, 
 			b.Fatal(err)
 		}
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: regNS, Labels: map[string]string{kubeconfigsecret.DefaultLabel: "true"}},
-			Data:       map[string][]byte{kubeconfigsecret.DefaultKey: sc.Kubeconfig},
+			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: regNS, Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
+			Data:       map[string][]byte{fleetv1.KubeconfigKey: sc.Kubeconfig},
 		}
 		if _, err := mgmt.Secrets(regNS).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)

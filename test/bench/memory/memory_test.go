@@ -30,7 +30,6 @@ import (
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 )
@@ -180,8 +179,8 @@ func BenchmarkManagerMemory(b *testing.B) {
 func register(b *testing.B, ctx context.Context, mgmt kubernetes.Interface, ns string, cls []*cluster) {
 	for _, cl := range cls {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: cl.name, Namespace: ns, Labels: map[string]string{kubeconfigsecret.DefaultLabel: "true"}},
-			Data:       map[string][]byte{kubeconfigsecret.DefaultKey: cl.kc},
+			ObjectMeta: metav1.ObjectMeta{Name: cl.name, Namespace: ns, Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
+			Data:       map[string][]byte{fleetv1.KubeconfigKey: cl.kc},
 		}
 		if _, err := mgmt.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)

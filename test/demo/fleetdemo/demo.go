@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/config/settings"
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
@@ -123,8 +124,8 @@ func (d *driver) register(ctx context.Context) error {
 	}
 	for _, w := range d.workloads {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: Namespace, Labels: map[string]string{"etcdfleet.io/cluster-kubeconfig": "true"}},
-			Data:       map[string][]byte{"kubeconfig": w.Kubeconfig},
+			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: Namespace, Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
+			Data:       map[string][]byte{fleetv1.KubeconfigKey: w.Kubeconfig},
 		}
 		if _, err := mgmt.Secrets(Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			return err

@@ -6,40 +6,30 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 )
 
 // Scheme knows the built-in kinds and etcd.etcdfleet.io.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
-	Expect(v1alpha1.AddToScheme(s)).To(Succeed())
-	return s
+	return operator.Scheme()
 }
 
 // StartOperator runs the single-cluster operator against cfg until the
 // returned stop func is called (stop waits for it to exit).
 func StartOperator(ctx context.Context, cfg *rest.Config, opts operator.Options) (stop func()) {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{
-		Scheme:                 Scheme(),
-		Cache:                  cache.Options{ByObject: operator.CacheByObject()},
-		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: operator.UncachedObjects()}},
+	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), operator.ManagerOptions(ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Several operators run in one test process, one per cluster.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}))
 	Expect(err).NotTo(HaveOccurred())
 	closer, err := operator.SetupWithManager(mgr, opts)
 	Expect(err).NotTo(HaveOccurred())

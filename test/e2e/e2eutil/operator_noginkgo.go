@@ -4,43 +4,30 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 )
 
 // NewScheme is Scheme returning an error, for code outside a spec
 // (benchmarks): Gomega's Expect panics when no fail handler is registered.
 func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, v1alpha1.AddToScheme(s)
+	return operator.Scheme(), nil
 }
 
 // RunOperator is StartOperator returning an error, for code outside a
 // spec. It runs the single-cluster operator against cfg until the returned
 // stop func is called (stop waits for it to exit).
 func RunOperator(ctx context.Context, cfg *rest.Config, opts operator.Options) (stop func(), err error) {
-	s, err := NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{
-		Scheme:                 s,
-		Cache:                  cache.Options{ByObject: operator.CacheByObject()},
+	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), operator.ManagerOptions(ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

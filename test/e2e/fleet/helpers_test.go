@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 )
 
@@ -36,7 +35,7 @@ func putSecret(ctx context.Context, name string, data map[string][]byte) {
 	err := mgmtC.Get(ctx, types.NamespacedName{Namespace: secretNS, Name: name}, s)
 	if apierrors.IsNotFound(err) {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: name,
-			Labels: map[string]string{kubeconfigsecret.DefaultLabel: "true"}}, Data: data}
+			Labels: map[string]string{fleetv1.RegistrationLabel: "true"}}, Data: data}
 		Expect(mgmtC.Create(ctx, s)).To(Succeed())
 		return
 	}
@@ -45,13 +44,13 @@ func putSecret(ctx context.Context, name string, data map[string][]byte) {
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
-	s.Labels[kubeconfigsecret.DefaultLabel] = "true"
-	delete(s.Annotations, kubeconfigsecret.DefaultPausedAnnotation)
+	s.Labels[fleetv1.RegistrationLabel] = "true"
+	delete(s.Annotations, fleetv1.PausedAnnotation)
 	Expect(mgmtC.Update(ctx, s)).To(Succeed())
 }
 
 func kubeconfigData(kc []byte) map[string][]byte {
-	return map[string][]byte{kubeconfigsecret.DefaultKey: kc}
+	return map[string][]byte{fleetv1.KubeconfigKey: kc}
 }
 
 func deleteSecret(ctx context.Context, name string) {
@@ -82,9 +81,9 @@ func setLabelled(ctx context.Context, name string, on bool) {
 	GinkgoHelper()
 	editSecret(ctx, name, func(s *corev1.Secret) {
 		if on {
-			s.Labels[kubeconfigsecret.DefaultLabel] = "true"
+			s.Labels[fleetv1.RegistrationLabel] = "true"
 		} else {
-			delete(s.Labels, kubeconfigsecret.DefaultLabel)
+			delete(s.Labels, fleetv1.RegistrationLabel)
 		}
 	})
 }
@@ -93,9 +92,9 @@ func setClusterPaused(ctx context.Context, name string, on bool) {
 	GinkgoHelper()
 	editSecret(ctx, name, func(s *corev1.Secret) {
 		if on {
-			s.Annotations[kubeconfigsecret.DefaultPausedAnnotation] = "true"
+			s.Annotations[fleetv1.PausedAnnotation] = "true"
 		} else {
-			delete(s.Annotations, kubeconfigsecret.DefaultPausedAnnotation)
+			delete(s.Annotations, fleetv1.PausedAnnotation)
 		}
 	})
 }
@@ -150,8 +149,8 @@ func baseline(ctx context.Context) {
 		Expect(sb.Cluster(w).Heal()).To(Succeed())
 		s := &corev1.Secret{}
 		err := mgmtC.Get(ctx, types.NamespacedName{Namespace: secretNS, Name: w}, s)
-		if err != nil || s.Labels[kubeconfigsecret.DefaultLabel] != "true" || s.Annotations[kubeconfigsecret.DefaultPausedAnnotation] != "" ||
-			!bytes.Equal(s.Data[kubeconfigsecret.DefaultKey], goodKubeconfig[w]) {
+		if err != nil || s.Labels[fleetv1.RegistrationLabel] != "true" || s.Annotations[fleetv1.PausedAnnotation] != "" ||
+			!bytes.Equal(s.Data[fleetv1.KubeconfigKey], goodKubeconfig[w]) {
 			Expect(client.IgnoreNotFound(err)).To(Succeed())
 			putSecret(ctx, w, kubeconfigData(goodKubeconfig[w]))
 		}

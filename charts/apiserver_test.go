@@ -1,0 +1,189 @@
+package charts_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcdfleet/etcdfleet/fleet/app"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+// TestOnAPIServer installs both charts on real kube-apiservers (one sandbox:
+// a management cluster and a workload cluster) and proves, as the charts'
+// ServiceAccounts, that the RBAC allows what the manager needs and nothing
+// around it; then runs the manager with exactly those identities through a
+// reboot of the workload cluster.
+func TestOnAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiservers (test/sandbox)")
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set, so there is no kube-apiserver to install the charts on. " +
+			"Run `make test`, or export KUBEBUILDER_ASSETS=\"$(test/tools/assets.sh)\" before `go test`.")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	// Render first: a template error needs no apiserver.
+	mgmtObjs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS)
+	// The workload chart goes in as a second release beside the plain
+	// manifests of config/rbac/workload, so both are checked for real.
+	const wlRelease, wlNS = "wl", "wl-system"
+	wlObjs := mustTemplate(t, workloadChart, wlRelease, wlNS)
+	cfgObjs := configRBAC(t)
+
+	start := time.Now()
+	f, err := sandbox.Start(ctx, sandbox.Options{Clusters: []string{"mgmt", "w1"}, Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	t.Logf("sandbox up in %s", time.Since(start).Round(time.Millisecond))
+	mgmt, w1 := f.Cluster("mgmt"), f.Cluster("w1")
+	mc, wc := adminClient(t, mgmt.Config), adminClient(t, w1.Config)
+
+	t.Run("install notes", func(t *testing.T) {
+		kc := filepath.Join(t.TempDir(), "mgmt.kubeconfig")
+		if err := os.WriteFile(kc, mgmt.Kubeconfig, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runHelm(t, "install", mgmtRelease, chartDir(mgmtChart), "--namespace", systemNS, "--dry-run=client", "--kubeconfig", kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"kubectl create secret generic w1 -n etcdfleet-system --from-file=kubeconfig=./w1.kubeconfig && " +
+				"kubectl label secret w1 -n etcdfleet-system etcdfleet.io/cluster-kubeconfig=true",
+			"etcdfleetctl register",
+			"kubectl get fleetclusters -n etcdfleet-system",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("NOTES lack %q:\n%s", want, out)
+			}
+		}
+		out, err = runHelm(t, "install", workloadRelease, chartDir(workloadChart), "--namespace", systemNS, "--dry-run=client", "--kubeconfig", kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "kubectl get secret etcdfleet-token -n etcdfleet-system") {
+			t.Errorf("workload NOTES do not show how to read the token:\n%s", out)
+		}
+	})
+	ok := t.Run("management chart", func(t *testing.T) {
+		installCRDs(ctx, t, mc, filepath.Join(chartDir(mgmtChart), "crds"))
+		createNamespace(ctx, t, mc, systemNS, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+		createNamespace(ctx, t, mc, "other", nil)
+		apply(ctx, t, mc, mgmtObjs)
+		podSecurity(ctx, t, mc, mgmtObjs)
+
+		sa := saClientset(ctx, t, mgmt, systemNS, saName)
+		expectAccess(ctx, t, sa, systemNS, true, mgmtNamespacedPerms...)
+		expectAccess(ctx, t, sa, "", true, mgmtClusterPerms...)
+		expectAccess(ctx, t, sa, "default", true, perms("", "events", "create")...) // the Fleet's Events
+		// No Secret (nor anything else of the registration namespace)
+		// elsewhere, and no Secret writes at all.
+		var elsewhere []perm // Events are granted everywhere, for the Fleet's
+		for _, p := range mgmtNamespacedPerms {
+			if p.resource != "events" {
+				elsewhere = append(elsewhere, p)
+			}
+		}
+		expectAccess(ctx, t, sa, "other", false, elsewhere...)
+		expectAccess(ctx, t, sa, "", false, join(
+			perms("", "secrets", "get", "list", "watch"),
+			perms("coordination.k8s.io", "leases", "get", "create", "update"),
+			perms(fleetGroup, "fleetclusters", "create", "update", "delete"),
+			perms(fleetGroup, "fleetclusters/status", "update"),
+			perms(fleetGroup, "fleets", "update", "patch", "delete"),
+			perms("", "nodes", "get", "list", "delete"),
+			perms("apiextensions.k8s.io", "customresourcedefinitions", "create", "update", "delete"),
+			perms("rbac.authorization.k8s.io", "clusterroles", "create", "bind", "escalate"),
+		)...)
+		expectAccess(ctx, t, sa, systemNS, false, join(
+			perms("", "secrets", "create", "update", "patch", "delete", "deletecollection"),
+			perms("", "configmaps", "get", "list"),
+			perms("", "pods", "get", "list"),
+			perms("", "serviceaccounts/token", "create"),
+			perms("coordination.k8s.io", "leases", "list", "delete"),
+			perms(fleetGroup, "fleetclusters", "patch", "deletecollection"),
+			perms("rbac.authorization.k8s.io", "roles", "create", "update"),
+		)...)
+
+		// Real requests agree.
+		mustCreate(ctx, t, mc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "not-yours"}})
+		if _, err := sa.CoreV1().Secrets(systemNS).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list Secrets in %s: %v", systemNS, err)
+		}
+		forbidden(t, "get a Secret in another namespace", ignore(sa.CoreV1().Secrets("other").Get(ctx, "not-yours", metav1.GetOptions{})))
+		forbidden(t, "list Secrets cluster-wide", ignore(sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})))
+		forbidden(t, "delete a Node", sa.CoreV1().Nodes().Delete(ctx, "node-0", metav1.DeleteOptions{}))
+	})
+	ok = t.Run("workload RBAC", func(t *testing.T) {
+		installCRDs(ctx, t, wc, filepath.Join(chartDir(workloadChart), "crds"))
+		createNamespace(ctx, t, wc, wlNS, nil)
+		createNamespace(ctx, t, wc, "etcd", nil)
+		apply(ctx, t, wc, cfgObjs) // creates etcdfleet-system
+		apply(ctx, t, wc, wlObjs)
+		for _, ns := range []string{systemNS, wlNS} {
+			sa := saClientset(ctx, t, w1, ns, saName)
+			for _, where := range []string{"", "etcd"} {
+				expectAccess(ctx, t, sa, where, true, workloadPerms...)
+				expectAccess(ctx, t, sa, where, false, join(
+					perms("", "secrets", "list", "watch", "create", "update", "patch", "delete"),
+					perms("", "configmaps", "get", "list", "watch", "create", "update", "delete"),
+					perms("apps", "deployments", "get", "list", "create", "update", "delete"),
+					perms("apps", "statefulsets", "get", "create"),
+					perms(etcdGroup, "etcdclusters", "create", "update", "patch", "delete"),
+					perms(etcdGroup, "etcdmembers", "update", "deletecollection"),
+					perms("", "pods", "update", "deletecollection"),
+					perms("", "pods/exec", "create", "get"),
+					perms("", "pods/log", "get"),
+					perms("", "pods/eviction", "create"),
+					perms("", "persistentvolumeclaims", "update", "patch", "delete"),
+					perms("", "services", "update", "delete"),
+					perms("policy", "poddisruptionbudgets", "update"),
+					perms("", "serviceaccounts/token", "create"),
+					perms("rbac.authorization.k8s.io", "roles", "create", "bind"),
+				)...)
+			}
+			expectAccess(ctx, t, sa, "", false, join(
+				perms("", "nodes", "get", "list", "delete"),
+				perms("", "namespaces", "create", "delete"),
+				perms("apiextensions.k8s.io", "customresourcedefinitions", "create", "update", "delete"),
+				perms("rbac.authorization.k8s.io", "clusterroles", "create", "bind", "escalate"),
+			)...)
+			// The provider's own pre-flight checks, as it asks them.
+			var pre []perm
+			for _, c := range app.AccessChecks(operator.PortForward) {
+				res := c.Resource
+				if c.Subresource != "" {
+					res += "/" + c.Subresource
+				}
+				pre = append(pre, perms(c.Group, res, c.Verbs...)...)
+			}
+			expectAccess(ctx, t, sa, "", true, pre...)
+
+			mustCreate(ctx, t, wc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "etcd", Name: "tls-" + ns}})
+			if _, err := sa.CoreV1().Secrets("etcd").Get(ctx, "tls-"+ns, metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: get a TLS Secret by name: %v", ns, err)
+			}
+			forbidden(t, ns+": list Secrets", ignore(sa.CoreV1().Secrets("etcd").List(ctx, metav1.ListOptions{})))
+			forbidden(t, ns+": list Secrets cluster-wide", ignore(sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})))
+			forbidden(t, ns+": list ConfigMaps", ignore(sa.CoreV1().ConfigMaps("etcd").List(ctx, metav1.ListOptions{})))
+			forbidden(t, ns+": list Deployments", ignore(sa.AppsV1().Deployments("etcd").List(ctx, metav1.ListOptions{})))
+		}
+	}) && ok
+	if !ok {
+		return
+	}
+	t.Run("manager with the charts' identities heals a reboot", func(t *testing.T) {
+		managerHealsReboot(ctx, t, f, mc, wc)
+	})
+}

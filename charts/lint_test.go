@@ -1,0 +1,58 @@
+package charts_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// nonDefault are non-default values used by the lint and render tests.
+var nonDefault = []string{
+	"--set", "replicas=2",
+	"--set", "limiter.rate=5",
+	"--set", "limiter.burst=20",
+	"--set", "manager.etcdAccess=direct",
+	"--set", "manager.workers=16",
+	"--set", "replacement.initialBackoff=500ms",
+	"--set", "replacement.window=1h30m",
+	"--set", "clusters.probeInterval=20s",
+	"--set", "clusters.burst=1000000",
+	"--set", "serviceMonitor.enabled=true",
+	"--set", "serviceMonitor.labels.release=prometheus",
+	"--set", "namespace=registrations",
+	"--set", "leaderElection.id=my-lease",
+	"--set", "image.tag=v9.9.9",
+	"--set", "podAnnotations.example\\.com/a=b",
+	"--set", "nodeSelector.kubernetes\\.io/os=linux",
+	"--set", "extraArgs={--zap-log-level=debug}",
+	"--api-versions", "monitoring.coreos.com/v1",
+}
+
+// lintable drops what helm lint cannot take: --api-versions, and so the
+// ServiceMonitor that needs it.
+func lintable(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i += 2 {
+		if args[i] == "--api-versions" || strings.HasPrefix(args[i+1], "serviceMonitor.") {
+			continue
+		}
+		out = append(out, args[i], args[i+1])
+	}
+	return out
+}
+
+func TestLint(t *testing.T) {
+	for _, c := range []struct {
+		chart string
+		args  []string
+	}{
+		{mgmtChart, nil},
+		{mgmtChart, lintable(nonDefault)},
+		{workloadChart, nil},
+		{workloadChart, []string{"--set", "tokenSecret.create=false"}},
+	} {
+		args := append([]string{"lint", "--strict", chartDir(c.chart), "--namespace", systemNS}, c.args...)
+		if out, err := runHelm(t, args...); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+	}
+}

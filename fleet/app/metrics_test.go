@@ -1,0 +1,54 @@
+package app_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
+	"github.com/etcdfleet/etcdfleet/test/envtestenv"
+)
+
+// limiterSeries are gathered from controller-runtime's registry, the one
+// the manager's /metrics endpoint serves.
+func limiterSeries() []string {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, mf := range families {
+		names = append(names, mf.GetName())
+	}
+	return names
+}
+
+var _ = Describe("limiter metrics", func() {
+	It("are served by a running manager, and withdrawn when it stops", func(ctx SpecContext) {
+		env, err := envtestenv.Start(envtestenv.ManagementCRDs)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		const ns = "etcdfleet-system"
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		c := settings.Default()
+		c.Namespace, c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = ns, false, "0", "0"
+		fm, err := app.New(env.Config, c)
+		Expect(err).NotTo(HaveOccurred())
+		mctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel) // before the apiserver stops, should the spec fail
+		done := make(chan error, 1)
+		go func() { done <- fm.Start(mctx) }()
+
+		series := []string{"etcdfleet_limiter_tokens_available", "etcdfleet_limiter_waiting_requests",
+			"etcdfleet_limiter_wait_seconds"}
+		Eventually(limiterSeries).WithTimeout(30 * time.Second).Should(ContainElements(series))
+		cancel()
+		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+		Expect(limiterSeries()).NotTo(ContainElement(HavePrefix("etcdfleet_limiter_")),
+			"a stopped manager's series must go, or the next manager in the process could not register its own")
+	}, SpecTimeout(3*time.Minute))
+})

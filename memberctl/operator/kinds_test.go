@@ -1,0 +1,59 @@
+package operator
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+)
+
+// TestAccessChecks: the pre-flight asks exactly what the reconcilers need:
+// list and watch of every watched kind, under its real resource name, and
+// the port-forward verb of the access mode.
+func TestAccessChecks(t *testing.T) {
+	lw := []string{"list", "watch"}
+	watched := []AccessCheck{
+		{Group: "etcd.etcdfleet.io", Resource: "etcdclusters", Verbs: lw},
+		{Group: "etcd.etcdfleet.io", Resource: "etcdmembers", Verbs: lw},
+		{Resource: "pods", Verbs: lw},
+		{Resource: "persistentvolumeclaims", Verbs: lw},
+		{Resource: "services", Verbs: lw},
+		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: lw},
+	}
+	portForward := func(verb string) []AccessCheck {
+		return append(append([]AccessCheck(nil), watched...), AccessCheck{Resource: "pods", Subresource: "portforward", Verbs: []string{verb}})
+	}
+	for a, want := range map[Access][]AccessCheck{
+		PortForward: portForward("get"), PortForwardSPDY: portForward("create"), Direct: watched,
+	} {
+		if got := AccessChecks(a); !reflect.DeepEqual(got, want) {
+			t.Errorf("AccessChecks(%s) =\n%+v\nwant\n%+v", a, got, want)
+		}
+	}
+}
+
+// TestKindsAreConsistent checks what the derived views rely on.
+func TestKindsAreConsistent(t *testing.T) {
+	for _, name := range []string{workload.MemberController, workload.ClusterController} {
+		if reconciled, _ := workload.Watches(name); reconciled == nil {
+			t.Errorf("controller %s reconciles no kind", name)
+		}
+	}
+	narrowed := map[string]bool{}
+	for obj := range CacheByObject() {
+		narrowed[gvk(obj).String()] = true
+	}
+	for _, k := range workload.Kinds() {
+		g := gvk(k.Object)
+		if k.Watched() && k.Uncached {
+			t.Errorf("%s is watched but uncached: its informer could never sync", g)
+		}
+		if narrowed[g.String()] != k.ManagedOnly {
+			t.Errorf("%s: cache narrowed %v, want %v", g, narrowed[g.String()], k.ManagedOnly)
+		}
+		m, err := RESTMapper().RESTMapping(g.GroupKind(), g.Version)
+		if err != nil || m.Scope.Name() != k.Scope.Name() {
+			t.Errorf("%s maps to %v (%v); want scope %s", g, m, err, k.Scope.Name())
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package workload
+
+import (
+	"slices"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+)
+
+// The two reconcilers, by controller name.
+const (
+	MemberController  = "etcdmember"
+	ClusterController = "etcdcluster"
+)
+
+// Kind is one kind the reconcilers use in a workload cluster and
+// everything that follows from it: which controller watches it, how it is
+// cached and how it is mapped. Kinds is the only list of them; watches,
+// cache options, the RESTMapper, the pre-flight access checks and the
+// Scheme are all derived from it (see memberctl/operator).
+type Kind struct {
+	Object client.Object
+	// Scope of the kind, for the static RESTMapper.
+	Scope meta.RESTScope
+	// For names the controller that reconciles objects of this kind.
+	For string
+	// OwnedBy names the controllers woken when an object of this kind that
+	// they own changes (builder Owns).
+	OwnedBy []string
+	// ManagedOnly narrows the kind's cache to objects labelled
+	// managed-by=etcdfleet: a cluster's unrelated Pods must not grow our
+	// memory.
+	ManagedOnly bool
+	// Uncached kinds are read straight from the apiserver. Secrets hold TLS
+	// material, are read by name only, and the RBAC grants get, not
+	// list/watch, so a cache (a cluster-wide informer) could never sync.
+	Uncached bool
+}
+
+// Watched reports whether a controller watches the kind: its informer must
+// sync before a cluster is engaged, and the credentials need list and watch.
+func (k Kind) Watched() bool { return k.For != "" || len(k.OwnedBy) > 0 }
+
+var (
+	namespaced = meta.RESTScopeNamespace
+	root       = meta.RESTScopeRoot
+)
+
+// Kinds lists every kind the reconcilers use in a workload cluster. The
+// order of the watched ones is the order of the pre-flight access checks.
+func Kinds() []Kind {
+	return []Kind{
+		{Object: &v1alpha1.EtcdCluster{}, Scope: namespaced, For: ClusterController},
+		{Object: &v1alpha1.EtcdMember{}, Scope: namespaced, For: MemberController, OwnedBy: []string{ClusterController}},
+		{Object: &corev1.Pod{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
+		{Object: &corev1.PersistentVolumeClaim{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
+		{Object: &corev1.Service{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
+		{Object: &policyv1.PodDisruptionBudget{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
+		{Object: &corev1.Secret{}, Scope: namespaced, Uncached: true},
+		// Written or read by name only, never watched.
+		{Object: &corev1.Event{}, Scope: namespaced},
+		{Object: &eventsv1.Event{}, Scope: namespaced},
+		{Object: &coordinationv1.Lease{}, Scope: namespaced},
+		{Object: &corev1.Namespace{}, Scope: root},
+		{Object: &corev1.Node{}, Scope: root},
+	}
+}
+
+// AddToScheme adds to s every kind of Kinds: the built-in ones and
+// etcd.etcdfleet.io.
+func AddToScheme(s *runtime.Scheme) error {
+	b := runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
+	return b.AddToScheme(s)
+}
+
+// Watches returns what the controller named name reconciles (For) and the
+// kinds it owns (Owns), in Kinds order.
+func Watches(name string) (reconciled client.Object, owned []client.Object) {
+	for _, k := range Kinds() {
+		if k.For == name {
+			reconciled = k.Object
+		}
+		if slices.Contains(k.OwnedBy, name) {
+			owned = append(owned, k.Object)
+		}
+	}
+	return reconciled, owned
+}
+
+// SetupController registers the controller named name on mgr's single
+// cluster with its Watches; r gets requests whose cluster name is "".
+func SetupController(mgr ctrl.Manager, name string, opts controller.Options, r reconcile.Reconciler) error {
+	reconciled, owned := Watches(name)
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(reconciled)
+	for _, o := range owned {
+		b = b.Owns(o)
+	}
+	return b.WithOptions(opts).Complete(r)
+}
