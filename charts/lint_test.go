@@ -7,7 +7,7 @@ import (
 
 // nonDefault are non-default values used by the lint and render tests.
 var nonDefault = []string{
-	"--set", "replicas=2",
+	"--set", "replicas=3",
 	"--set", "limiter.rate=5",
 	"--set", "limiter.burst=20",
 	"--set", "manager.etcdAccess=direct",

@@ -44,7 +44,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("leader election is not on: %q", c.Args)
 	}
 
-	if *d.Spec.Replicas != 1 || d.Namespace != systemNS || d.Spec.Template.Spec.ServiceAccountName != saName {
+	if *d.Spec.Replicas != 2 || d.Namespace != systemNS || d.Spec.Template.Spec.ServiceAccountName != saName {
 		t.Errorf("Deployment replicas %d namespace %q serviceAccount %q", *d.Spec.Replicas, d.Namespace, d.Spec.Template.Spec.ServiceAccountName)
 	}
 	if c.Image != "ghcr.io/etcdfleet/etcdfleet-manager:0.1.0" {
@@ -211,7 +211,7 @@ func TestNonDefaultValues(t *testing.T) {
 		got.Clusters.ProbeInterval != 20*time.Second {
 		t.Errorf("the manager loads %+v", got)
 	}
-	if *d.Spec.Replicas != 2 || c.Image != "ghcr.io/etcdfleet/etcdfleet-manager:v9.9.9" {
+	if *d.Spec.Replicas != 3 || c.Image != "ghcr.io/etcdfleet/etcdfleet-manager:v9.9.9" {
 		t.Errorf("replicas %d image %s", *d.Spec.Replicas, c.Image)
 	}
 	if d.Spec.Template.Annotations["example.com/a"] != "b" || d.Spec.Template.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
