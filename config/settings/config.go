@@ -5,6 +5,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
@@ -36,6 +37,9 @@ type Config struct {
 	// EnsureWorkloadCRDs installs the EtcdCluster/EtcdMember CRDs in each
 	// workload cluster before engaging it; needs CRD write permission there.
 	EnsureWorkloadCRDs bool `mapstructure:"ensureWorkloadCRDs"`
+	// AgentImage runs etcdfleet-agent in workload Pods: the data-dir guard
+	// of memory-backed members.
+	AgentImage string `mapstructure:"agentImage"`
 }
 
 // LimiterConfig is the fleet-wide replacement rate limiter.
@@ -90,5 +94,6 @@ func Default() Config {
 		HealthProbeBindAddress: ":8081",
 		LeaderElection:         true,
 		LeaderElectionID:       "etcdfleet-manager",
+		AgentImage:             datadirguard.DefaultImage,
 	}
 }

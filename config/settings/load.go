@@ -87,6 +87,9 @@ func (c Config) Validate() error {
 	if !slices.Contains(EtcdAccessModes, c.EtcdAccess) {
 		errs = append(errs, fmt.Sprintf("etcdAccess %q: want one of %s", c.EtcdAccess, strings.Join(EtcdAccessModes, ", ")))
 	}
+	if c.AgentImage == "" {
+		errs = append(errs, "agentImage must not be empty")
+	}
 	if c.Workers < 1 {
 		errs = append(errs, "workers must be at least 1")
 	}

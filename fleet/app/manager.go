@@ -230,6 +230,7 @@ func dashboardOptions(c settings.Config) dashboard.Options {
 func memberOptions(c settings.Config) etcdmember.Options {
 	o := etcdmember.DefaultOptions()
 	o.Policy = c.ReplacementPolicy()
+	o.Pod.AgentImage = c.AgentImage
 	return o
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
+	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -35,7 +36,8 @@ type Options struct {
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
-	return Options{Policy: replacement.DefaultPolicy(), CrashLoopRestarts: 5, Resync: 5 * time.Minute, PausedRetry: 5 * time.Second}
+	return Options{Policy: replacement.DefaultPolicy(), CrashLoopRestarts: 5, Resync: 5 * time.Minute, PausedRetry: 5 * time.Second,
+		Pod: pod.BuildOptions{AgentImage: datadirguard.DefaultImage}}
 }
 
 // Reconciler reconciles EtcdMembers in any workload cluster.
