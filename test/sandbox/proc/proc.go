@@ -96,8 +96,15 @@ func (p *Process) Signal(sig syscall.Signal) {
 	_ = syscall.Kill(-p.Cmd.Process.Pid, sig)
 }
 
-// Stop sends SIGTERM, waits up to grace, then SIGKILLs. It returns after exit.
+// Stop sends SIGTERM, waits up to grace, then SIGKILLs. It returns after
+// exit. A grace of 0 or less is SIGKILL alone: a SIGTERM sent first, even
+// a moment before, could be handled (a power loss gives no signal at all).
 func (p *Process) Stop(grace time.Duration) {
+	if grace <= 0 {
+		p.Signal(syscall.SIGKILL)
+		<-p.done
+		return
+	}
 	p.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
