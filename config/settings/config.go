@@ -24,6 +24,11 @@ type Config struct {
 	EtcdAccess string `mapstructure:"etcdAccess"`
 	// Workers is MaxConcurrentReconciles of each controller, fleet-wide.
 	Workers int `mapstructure:"workers"`
+	// WorkersPerCluster caps one workload cluster's reconciles in flight
+	// per controller, so that a hung cluster cannot take every worker.
+	WorkersPerCluster int `mapstructure:"workersPerCluster"`
+	// ReconcileTimeout ends each reconcile's context after this long.
+	ReconcileTimeout time.Duration `mapstructure:"reconcileTimeout"`
 
 	Limiter     LimiterConfig     `mapstructure:"limiter"`
 	Replacement ReplacementConfig `mapstructure:"replacement"`
@@ -61,6 +66,7 @@ type ReplacementConfig struct {
 type ClustersConfig struct {
 	QPS              float64       `mapstructure:"qps"`
 	Burst            int           `mapstructure:"burst"`
+	RequestTimeout   time.Duration `mapstructure:"requestTimeout"`
 	PreflightTimeout time.Duration `mapstructure:"preflightTimeout"`
 	ProbeInterval    time.Duration `mapstructure:"probeInterval"`
 	ProbeTimeout     time.Duration `mapstructure:"probeTimeout"`
@@ -83,10 +89,14 @@ func Default() Config {
 		Namespace:  "etcdfleet-system",
 		EtcdAccess: string(operator.PortForward),
 		Workers:    8,
-		Limiter:    LimiterConfig{Rate: float64(limiter.DefaultRate), Burst: limiter.DefaultBurst},
+		// The isolation of clusters from each other is memberctl/operator's.
+		WorkersPerCluster: operator.DefaultWorkersPerCluster,
+		ReconcileTimeout:  operator.DefaultReconcileTimeout,
+		Limiter:           LimiterConfig{Rate: float64(limiter.DefaultRate), Burst: limiter.DefaultBurst},
 		Replacement: ReplacementConfig{InitialBackoff: policy.InitialBackoff, MaxBackoff: policy.MaxBackoff,
 			Cap: int(policy.Cap), Window: policy.Window, HealthyReset: policy.HealthyReset},
 		Clusters: ClustersConfig{QPS: kubeconfigsecret.DefaultQPS, Burst: kubeconfigsecret.DefaultBurst,
+			RequestTimeout:   operator.DefaultRequestTimeout,
 			PreflightTimeout: kubeconfigsecret.DefaultPreflightTimeout, ProbeInterval: kubeconfigsecret.DefaultProbeInterval,
 			ProbeTimeout: kubeconfigsecret.DefaultProbeTimeout, FailureThreshold: kubeconfigsecret.DefaultFailureThreshold},
 		Dashboard:              DashboardConfig{MinInterval: dashboard.DefaultMinInterval, Resync: dashboard.DefaultResync},

@@ -93,6 +93,9 @@ func (c Config) Validate() error {
 	if c.Workers < 1 {
 		errs = append(errs, "workers must be at least 1")
 	}
+	if c.WorkersPerCluster < 1 || c.WorkersPerCluster > c.Workers {
+		errs = append(errs, fmt.Sprintf("workersPerCluster must be between 1 and workers (%d), got %d", c.Workers, c.WorkersPerCluster))
+	}
 	if c.Limiter.Rate <= 0 || c.Limiter.Burst < 1 {
 		errs = append(errs, "limiter.rate must be > 0 and limiter.burst at least 1 (the limiter paces; it cannot halt)")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
@@ -26,6 +27,12 @@ func TestDefaultSettingsAreThePartsDefaults(t *testing.T) {
 	if do := dashboardOptions(c); do.MinInterval != dashboard.DefaultMinInterval || do.Resync != dashboard.DefaultResync {
 		t.Errorf("dashboard min interval %s resync %s; want %s and %s", do.MinInterval, do.Resync,
 			dashboard.DefaultMinInterval, dashboard.DefaultResync)
+	}
+	if c.WorkersPerCluster != operator.DefaultWorkersPerCluster || c.ReconcileTimeout != operator.DefaultReconcileTimeout ||
+		c.Clusters.RequestTimeout != operator.DefaultRequestTimeout {
+		t.Errorf("workers per cluster %d, reconcile timeout %s, request timeout %s; want the operator's %d, %s and %s",
+			c.WorkersPerCluster, c.ReconcileTimeout, c.Clusters.RequestTimeout,
+			operator.DefaultWorkersPerCluster, operator.DefaultReconcileTimeout, operator.DefaultRequestTimeout)
 	}
 	po := providerOptions(c, nil)
 	got := []any{po.QPS, po.Burst, po.PreflightTimeout, po.ProbeInterval, po.ProbeTimeout, po.FailureThreshold}

@@ -30,8 +30,48 @@
 //   - The limiter's etcdfleet_limiter_* series are registered on
 //     controller-runtime's metrics registry while the manager runs.
 //
+// # Isolation of clusters
+//
+// Every cluster shares the two controllers' workers (settings.Workers).
+// A cluster whose apiserver hangs mid-heal keeps the reconciles of its
+// members that the limiter granted, or whose status changed, blocked in
+// API calls, and the provider drops it only after FailureThreshold failed
+// probes (50 s by default). Without a bound, such a cluster with more such
+// members than there are workers would hold every worker that long, and
+// the rest of the fleet would stop healing (the fleet e2e measured 32 s
+// against the 21 s the limiter allows, hung in the worst moment). Three
+// bounds, all set here from the settings, keep it to itself:
+//
+//   - WorkersPerCluster (operator.MulticlusterOptions) caps one cluster's
+//     reconciles in flight in each controller. A request over the cap
+//     returns at once and is woken when its cluster's slot frees, so the
+//     hung cluster holds at most WorkersPerCluster workers, whatever its
+//     size, and the others keep the rest. This is what isolates; the two
+//     timeouts below only bound how long each held worker stays held.
+//   - Clusters.RequestTimeout ends each API call of the reconcilers' client
+//     (operator.NewClientWithTimeout as the cluster's NewClient). The
+//     provider's rest.Config.Timeout stays 30 s because client-go cuts
+//     watches at it too; the caches keep that one.
+//   - ReconcileTimeout (controller-runtime's ReconciliationTimeout) ends a
+//     reconcile's context, for reconciles that chain many slow calls.
+//
+// Disengagement after the probes fail remains what frees the hung
+// cluster's limiter tokens (ForgetCluster) and stops its reconciles for
+// good; isolation does not wait for it, so a slow probe setting costs the
+// hung cluster only.
+//
 // # Trade-offs
 //
 // One active replica (leader election): the limiter is in-process, so
 // several active replicas would each pace on their own.
+//
+// WorkersPerCluster also caps a healthy cluster: a big one heals with at
+// most that many reconciles at once. Its reconciles take milliseconds and
+// the limiter paces replacements fleet-wide anyway (2/s by default), so 4
+// of 8 workers costs it nothing measurable; the bound that matters is for
+// several clusters hung at once, which together hold up to their number
+// times WorkersPerCluster workers, each for at most RequestTimeout per
+// call, until they are disengaged. A legitimately slow API call (a loaded
+// apiserver taking over RequestTimeout) fails and is retried with backoff
+// instead of waiting.
 package app

@@ -146,6 +146,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	// exactly what the dashboard shows.
 	return operator.SetupMulticluster(f.Manager, operator.MulticlusterOptions{
 		Clusters: f.registry, Member: memberOptions(c), Workers: c.Workers,
+		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout,
 		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
 	})
 }
@@ -180,6 +181,10 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 			o.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return operator.RESTMapper(), nil }
 			o.Cache.ByObject = operator.CacheByObject()
 			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
+			// Each API call of the reconcilers is bounded on its own, well
+			// below the 30 s that the provider's config gives the watches
+			// too (see fleet/app's doc: isolation of clusters).
+			o.NewClient = operator.NewClientWithTimeout(c.Clusters.RequestTimeout)
 		}},
 		Scheme:       sharedScheme(),
 		WatchedKinds: operator.WatchedKinds(),

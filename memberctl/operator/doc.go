@@ -24,6 +24,14 @@
 // wake-up channel and a per-EtcdCluster-reconcile callback as plain
 // parameters: memberctl knows nothing of fleets.
 //
+// Workers are shared by every cluster, so SetupMulticluster can keep one
+// cluster from holding them all: WorkersPerCluster caps each controller's
+// reconciles in flight per cluster (a request over the cap returns at once
+// and its cluster's next free slot wakes it through a channel source),
+// ReconcileTimeout ends each reconcile's context, and NewClientWithTimeout
+// builds a cluster client whose every API call ends after a timeout while
+// the cache's watches keep the cluster's own.
+//
 // # Trade-offs
 //
 // Caches of Pods, PVCs, Services and PDBs hold only objects labelled

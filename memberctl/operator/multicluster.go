@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -31,6 +32,13 @@ type MulticlusterOptions struct {
 	Member etcdmember.Options
 	// Workers is MaxConcurrentReconciles of each controller.
 	Workers int
+	// WorkersPerCluster caps the reconciles of one cluster in flight in
+	// each controller; below Workers, a cluster whose apiserver hangs
+	// cannot take every worker. 0, or Workers or more: no cap.
+	WorkersPerCluster int
+	// ReconcileTimeout ends each reconcile's context after this long
+	// (controller-runtime's ReconciliationTimeout); 0: none.
+	ReconcileTimeout time.Duration
 	// Wake carries the gate's grants: a member whose turn came is
 	// reconciled at once instead of at its requeue time. Optional.
 	Wake <-chan event.TypedGenericEvent[gate.Request]
@@ -44,13 +52,14 @@ type MulticlusterOptions struct {
 
 // controllerOptions are set per controller: at multicluster-runtime
 // v0.24.1 the manager-wide controller defaults are not applied to
-// multicluster controllers. There is deliberately no ReconciliationTimeout:
-// a manager-wide one silently disengages every cluster, and each etcd call
-// already carries its own bounded timeout.
+// multicluster controllers. The ReconciliationTimeout ends only the
+// reconcile's context: every cluster's engagement context comes from the
+// cluster provider, never from a reconcile, so it cannot disengage one.
 func (o MulticlusterOptions) controllerOptions() controller.TypedOptions[mcreconcile.Request] {
 	skip := o.SkipNameValidation
 	return controller.TypedOptions[mcreconcile.Request]{
 		MaxConcurrentReconciles: o.Workers,
+		ReconciliationTimeout:   o.ReconcileTimeout,
 		// Per-item backoff only: 5 ms doubling to 5 min. The fleet-wide pace
 		// of destructive actions is the gate's job, not the queue's.
 		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](5e6, 300e9),
@@ -69,18 +78,28 @@ func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 	if o.Wake != nil {
 		members = members.WatchesRawSource(wakeSource(o.Wake))
 	}
-	if err := members.Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	if err := o.complete(members, func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 		return m.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
-	})); err != nil {
+	}); err != nil {
 		return err
 	}
-	return controllerFor(mgr, workload.ClusterController).WithOptions(o.controllerOptions()).
-		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+	return o.complete(controllerFor(mgr, workload.ClusterController).WithOptions(o.controllerOptions()),
+		func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 			if o.ClusterReconciled != nil {
 				defer o.ClusterReconciled(string(req.ClusterName))
 			}
 			return c.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
-		}))
+		})
+}
+
+// complete builds the controller around r, behind its own per-cluster
+// slots when WorkersPerCluster caps them.
+func (o MulticlusterOptions) complete(b *mcbuilder.Builder, r mcreconcile.Func) error {
+	if o.WorkersPerCluster > 0 && o.WorkersPerCluster < o.Workers {
+		slots := newClusterSlots(o.WorkersPerCluster)
+		b, r = b.WatchesRawSource(slots.source()), slots.wrap(r)
+	}
+	return b.Complete(r)
 }
 
 // controllerFor starts the multicluster builder of the controller named

@@ -17,6 +17,8 @@ type PodEvent struct {
 	Name  string
 	UID   string
 	Phase corev1.PodPhase
+	// Ready is the Pod's Ready condition at that moment.
+	Ready bool
 	At    time.Time
 }
 
@@ -54,7 +56,7 @@ func WatchPods(ctx context.Context, cs kubernetes.Interface, ns string) (*PodLog
 				continue
 			}
 			l.mu.Lock()
-			l.events = append(l.events, PodEvent{Type: ev.Type, Name: p.Name, UID: string(p.UID), Phase: p.Status.Phase, At: time.Now()})
+			l.events = append(l.events, PodEvent{Type: ev.Type, Name: p.Name, UID: string(p.UID), Phase: p.Status.Phase, Ready: podReady(p), At: time.Now()})
 			l.mu.Unlock()
 		}
 	}()

@@ -83,11 +83,23 @@ func managerConfig() settings.Config {
 	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
 	c.Limiter.Rate, c.Limiter.Burst = limiterRate, limiterBurst
 	c.Clusters.PreflightTimeout = 5 * time.Second
-	c.Clusters.ProbeInterval, c.Clusters.ProbeTimeout, c.Clusters.FailureThreshold = 2*time.Second, 1500*time.Millisecond, 3
+	// A hung cluster is dropped after about 15 × 2 s = 30 s: like the
+	// defaults' 5 × 10 s, longer than the fleet takes to heal, so that
+	// spec 4b's hung cluster stays engaged while the others heal, as it
+	// would in production.
+	c.Clusters.ProbeInterval, c.Clusters.ProbeTimeout, c.Clusters.FailureThreshold = 2*time.Second, 1500*time.Millisecond, 15
 	c.Dashboard.MinInterval, c.Dashboard.Resync = 250*time.Millisecond, 2*time.Second
 	// Several reboots hit the same members within minutes; reset their
 	// backoff quickly so that every reboot heals at the same pace.
 	c.Replacement.HealthyReset = 10 * time.Second
+	// Fewer workers than the members of one cluster that the limiter
+	// grants a token within a few seconds of a fleet reboot, so that spec
+	// 4b's hung cluster has more members in flight than there are workers
+	// (a 9-member cluster beside 8 workers would cost more processes for
+	// the same).
+	// One of them per cluster: a hung cluster keeps its requests to one and
+	// leaves two to the others (workersPerCluster).
+	c.Workers, c.WorkersPerCluster = 3, 1
 	return c
 }
 
@@ -156,6 +168,7 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	registrationSpecs()
 	rebootSpecs()
 	isolationSpecs()
+	hungSpecs()
 	badSecretSpecs()
 	rotationSpecs()
 	pauseSpecs()

@@ -1,0 +1,121 @@
+package operator
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+func req(cluster, name string) mcreconcile.Request {
+	return mcreconcile.Request{ClusterName: multicluster.ClusterName(cluster),
+		Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}}
+}
+
+// A hung cluster's reconciles block until released; they must never take
+// more than the cap, and another cluster's must run meanwhile.
+func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
+	const workers, perCluster = 3, 1
+	slots := newClusterSlots(perCluster)
+	hang := make(chan struct{})
+	var mu sync.Mutex
+	inFlight, most := map[multicluster.ClusterName]int{}, 0
+	r := slots.wrap(func(ctx context.Context, rq mcreconcile.Request) (ctrl.Result, error) {
+		mu.Lock()
+		inFlight[rq.ClusterName]++
+		most = max(most, inFlight["hung"])
+		mu.Unlock()
+		if rq.ClusterName == "hung" {
+			<-hang
+		}
+		mu.Lock()
+		inFlight[rq.ClusterName]--
+		mu.Unlock()
+		return ctrl.Result{}, nil
+	})
+
+	// Workers take the hung cluster's requests first: all but one bounce.
+	results := make(chan ctrl.Result, workers)
+	for i := range workers {
+		go func() {
+			res, _ := r(context.Background(), req("hung", string(rune('a'+i))))
+			results <- res
+		}()
+	}
+	for range workers - perCluster {
+		select {
+		case res := <-results:
+			if res.RequeueAfter != slotRetry {
+				t.Fatalf("a request beyond the cap got %+v, want a requeue after %s", res, slotRetry)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("every worker is held by the hung cluster")
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := r(context.Background(), req("good", "x")); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("another cluster's reconcile did not run while the hung cluster held its slot")
+	}
+	mu.Lock()
+	held := most
+	mu.Unlock()
+	if held != perCluster {
+		t.Fatalf("the hung cluster had %d reconciles in flight, cap %d", held, perCluster)
+	}
+
+	// Its release wakes the oldest bounced request of the same cluster.
+	close(hang)
+	<-results
+	select {
+	case e := <-slots.wake:
+		if e.Object.ClusterName != "hung" {
+			t.Fatalf("woke %v, want a request of the hung cluster", e.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no waiting request was woken when the slot was released")
+	}
+}
+
+func TestClusterSlotsWakeInOrderOncePerRequest(t *testing.T) {
+	s := newClusterSlots(1)
+	if !s.acquire(req("c", "holder")) {
+		t.Fatal("the first request must get the free slot")
+	}
+	for _, n := range []string{"a", "b", "a"} {
+		if s.acquire(req("c", n)) {
+			t.Fatalf("%s got a slot beyond the cap", n)
+		}
+	}
+	if !s.acquire(req("other", "z")) {
+		t.Fatal("a cluster's full slots must not hold back another cluster")
+	}
+	var woken []string
+	for range 3 {
+		s.release("c")
+		select {
+		case e := <-s.wake:
+			woken = append(woken, e.Object.Name)
+			if !s.acquire(e.Object) {
+				t.Fatalf("woken %s found no free slot", e.Object.Name)
+			}
+		default:
+		}
+	}
+	if len(woken) != 2 || woken[0] != "a" || woken[1] != "b" {
+		t.Fatalf("woken %v, want [a b]: oldest first, each once", woken)
+	}
+}
