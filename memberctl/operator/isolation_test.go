@@ -2,12 +2,20 @@ package operator
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -117,5 +125,42 @@ func TestClusterSlotsWakeInOrderOncePerRequest(t *testing.T) {
 	}
 	if len(woken) != 2 || woken[0] != "a" || woken[1] != "b" {
 		t.Fatalf("woken %v, want [a b]: oldest first, each once", woken)
+	}
+}
+
+// A server that accepts connections and never answers must not hold an API
+// call of the reconcilers' client for longer than its timeout (without
+// one, the call below would wait for ever).
+func TestNewClientWithTimeoutEndsCallsToAHungServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	cl, err := NewClientWithTimeout(200*time.Millisecond)(&rest.Config{Host: "http://" + ln.Addr().String()},
+		client.Options{Scheme: Scheme(), Mapper: RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- cl.Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"}})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "Timeout") {
+			t.Fatalf("got %v, want the call's timeout", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the write to a hung server is still waiting")
 	}
 }
