@@ -94,3 +94,18 @@ func TestValidateNamesEveryBadDuration(t *testing.T) {
 		t.Fatalf("the defaults are invalid: %v", err)
 	}
 }
+
+// Fewer workers than workersPerCluster is an error that names both, so a
+// user lowering --workers learns what else to lower.
+func TestValidateWorkersPerClusterAtMostWorkers(t *testing.T) {
+	c := Default()
+	c.Workers = 2
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "workersPerCluster") || !strings.Contains(err.Error(), "workers (2)") {
+		t.Fatalf("Validate() = %v; want an error naming workersPerCluster and workers", err)
+	}
+	c.WorkersPerCluster = 2
+	if err := c.Validate(); err != nil {
+		t.Fatalf("workersPerCluster equal to workers (no cap) is valid: %v", err)
+	}
+}

@@ -164,3 +164,10 @@ func TestNewClientWithTimeoutEndsCallsToAHungServer(t *testing.T) {
 		t.Fatal("the write to a hung server is still waiting")
 	}
 }
+
+func TestControllerOptionsCarryTheReconcileTimeout(t *testing.T) {
+	o := MulticlusterOptions{Workers: 8, WorkersPerCluster: 4, ReconcileTimeout: time.Minute}
+	if got := o.controllerOptions(); got.ReconciliationTimeout != time.Minute || got.MaxConcurrentReconciles != 8 {
+		t.Fatalf("controller options: timeout %s, workers %d; want 1m and 8", got.ReconciliationTimeout, got.MaxConcurrentReconciles)
+	}
+}
