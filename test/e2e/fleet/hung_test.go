@@ -15,12 +15,15 @@ import (
 )
 
 func hungSpecs() {
-	// Spec 4b. Spec 4 hangs an apiserver at reboot time, before the fleet
-	// acted on it; this one hangs it at the worst moment: engaged, mid-heal,
-	// its first replacement just made and every other member of it about to
-	// be reconciled, more of them than there are workers. Whatever a hung
-	// cluster holds (workers, tokens) it must not slow anyone else beyond
-	// what the limiter itself costs.
+	// Spec 4b. Spec 4 hangs an apiserver at reboot time and times the
+	// others from their registration after it was dropped; this one hangs
+	// it at the worst moment: engaged, mid-heal, its first replacement just
+	// made. The limiter goes on granting its waiting members a token per
+	// round, and each grant is a reconcile that blocks on the hung
+	// apiserver: within seconds more of them than there are workers, while
+	// the cluster stays engaged until its probes give up (30 s here, 50 s
+	// by default). Whatever it holds (workers, tokens), the others must
+	// heal within what the limiter itself allows.
 	It("heals three rebooted clusters within the limiter's bound while the fourth, holding more members than there are workers, hangs after its first replacement", func(ctx SpecContext) {
 		baseline(ctx)
 		const hung = "w2"
