@@ -65,4 +65,9 @@ const (
 	// PausedAnnotation set to "true" on the Secret pauses destructive
 	// actions in that cluster (it stays engaged and watched).
 	PausedAnnotation = "etcdfleet.io/paused"
+	// ClusterIDAnnotation on the Secret records the identity (kube-system
+	// Namespace UID) of the cluster etcdfleetctl registered with it, so that
+	// a later register of the same cluster under another name is refused
+	// before the manager has engaged the first.
+	ClusterIDAnnotation = "etcdfleet.io/cluster-id"
 )
