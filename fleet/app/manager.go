@@ -191,7 +191,7 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 		// already engaged is refused.
 		Identify: kubeconfigsecret.KubeSystemUID,
 		OnChange: onChange,
-		Prepare:      prepare(c),
+		Prepare:  prepare(c),
 	}
 }
 
