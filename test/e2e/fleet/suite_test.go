@@ -158,6 +158,8 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	isolationSpecs()
 	badSecretSpecs()
 	rotationSpecs()
+	duplicateSpecs()
+	rightsSpecs()
 	pauseSpecs()
 	handoverSpecs()
 })
