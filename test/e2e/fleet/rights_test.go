@@ -10,7 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
@@ -69,22 +68,7 @@ func rightsSpecs() {
 // rightsMissing reads the provider's missing-rights gauge of cluster w.
 func rightsMissing(w string) float64 {
 	GinkgoHelper()
-	mfs, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, mf := range mfs {
-		if mf.GetName() != kubeconfigsecret.MetricRightsMissing {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == secretNS && labels["cluster"] == w {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	Fail("no " + kubeconfigsecret.MetricRightsMissing + " series for " + w)
-	return 0
+	m := series(kubeconfigsecret.MetricRightsMissing, map[string]string{"namespace": secretNS, "cluster": w})
+	Expect(m).NotTo(BeNil(), "no %s series for %s", kubeconfigsecret.MetricRightsMissing, w)
+	return m.GetGauge().GetValue()
 }
