@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
@@ -27,9 +29,16 @@ func rightsSpecs() {
 		ensureServiceAccount(ctx, w, sa, true)
 		kc, err := sb.Cluster(w).ServiceAccountKubeconfig(ctx, credsNS, sa, time.Hour)
 		Expect(err).NotTo(HaveOccurred())
-		engaged := engageCount()
+		token, err := clientcmd.RESTConfigFromKubeConfig(kc)
+		Expect(err).NotTo(HaveOccurred())
 		putSecret(ctx, w, kubeconfigData(kc))
-		Eventually(engageCount).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">", engaged))
+		Eventually(func() string {
+			cl, err := fm.Manager.GetCluster(ctx, multicluster.ClusterName(w))
+			if err != nil {
+				return ""
+			}
+			return cl.GetConfig().BearerToken
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(token.BearerToken), "w2 engaged with the ServiceAccount's token")
 		waitConnected(ctx, time.Minute, w)
 		expectRow(ctx, w, fleetv1.ConditionAuthorized, metav1.ConditionTrue, fleetv1.ReasonRightsGranted)
 
