@@ -65,7 +65,8 @@ var mgmtClusterPerms = join(
 // patch), memberctl/component/{pod,pvc,service,pdb}, memberctl/etcd (TLS Secrets
 // read by name through the APIReader), the event recorder, the port-forward
 // dialer, and the caches of every owned kind. Owner references that block
-// deletion need update on the owners' finalizers.
+// deletion need update on the owners' finalizers. The provider reads the
+// kube-system Namespace to identify the cluster.
 var workloadPerms = join(
 	perms(etcdGroup, "etcdclusters", "get", "list", "watch"),
 	perms(etcdGroup, "etcdclusters/status", "update"),
@@ -80,6 +81,7 @@ var workloadPerms = join(
 	perms("policy", "poddisruptionbudgets", "get", "list", "watch", "create", "patch", "delete"),
 	perms("", "events", "create", "patch"),
 	perms("", "secrets", "get"),
+	perms("", "namespaces", "get"),
 )
 
 // expand lists the permissions of RBAC rules (no wildcards allowed).

@@ -26,7 +26,7 @@ func TestDocsUseTheRegistrationConstants(t *testing.T) {
 	// etcdfleet.io/<name>, but not the API groups (etcd.etcdfleet.io/...).
 	key := regexp.MustCompile(`(?:^|[^.a-z])(etcdfleet\.io/[a-z0-9-]+)`)
 	fromFile := regexp.MustCompile(`--from-file=([^=\s]+)=`)
-	known := map[string]bool{fleetv1.RegistrationLabel: true, fleetv1.PausedAnnotation: true}
+	known := map[string]bool{fleetv1.RegistrationLabel: true, fleetv1.PausedAnnotation: true, fleetv1.ClusterIDAnnotation: true}
 	mentions := map[string][]string{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
@@ -36,8 +36,8 @@ func TestDocsUseTheRegistrationConstants(t *testing.T) {
 		rel, _ := filepath.Rel(root, f)
 		for _, m := range key.FindAllStringSubmatch(string(raw), -1) {
 			if !known[m[1]] {
-				t.Errorf("%s names %s, which is neither fleetv1.RegistrationLabel (%s) nor fleetv1.PausedAnnotation (%s)",
-					rel, m[1], fleetv1.RegistrationLabel, fleetv1.PausedAnnotation)
+				t.Errorf("%s names %s, which is none of fleetv1.RegistrationLabel (%s), PausedAnnotation (%s) and ClusterIDAnnotation (%s)",
+					rel, m[1], fleetv1.RegistrationLabel, fleetv1.PausedAnnotation, fleetv1.ClusterIDAnnotation)
 			}
 			mentions[m[1]] = append(mentions[m[1]], rel)
 		}
@@ -49,8 +49,9 @@ func TestDocsUseTheRegistrationConstants(t *testing.T) {
 	}
 	// Where users look for them, they must be there at all.
 	for c, where := range map[string][]string{
-		fleetv1.RegistrationLabel: {"README.md", "docs/architecture.md", "charts/etcdfleet/templates/NOTES.txt"},
-		fleetv1.PausedAnnotation:  {"README.md", "docs/operations.md", "charts/etcdfleet/templates/NOTES.txt"},
+		fleetv1.RegistrationLabel:   {"README.md", "docs/architecture.md", "charts/etcdfleet/templates/NOTES.txt"},
+		fleetv1.PausedAnnotation:    {"README.md", "docs/operations.md", "charts/etcdfleet/templates/NOTES.txt"},
+		fleetv1.ClusterIDAnnotation: {"docs/operations.md"},
 	} {
 		for _, w := range where {
 			if !strings.Contains(strings.Join(mentions[c], "\n"), w) {

@@ -14,6 +14,11 @@
 //     registration label, key and paused annotation from fleet/api/v1alpha1,
 //     and the Scheme, watched kinds, access checks, cache narrowing and
 //     RESTMapper from memberctl/operator (derived from workload.Kinds).
+//     Clusters are identified by their kube-system Namespace UID
+//     (kubeconfigsecret.KubeSystemUID), so a cluster registered by two
+//     Secrets is engaged once, and the access checks (with the reconcilers'
+//     writes) are asked again with every probe, so that revoked permissions
+//     show within one probe interval.
 //   - operator.SetupMulticluster registers one EtcdMember and one
 //     EtcdCluster controller for all clusters (multicluster-runtime shares
 //     one queue).

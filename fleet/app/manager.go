@@ -189,19 +189,27 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 		Scheme:       sharedScheme(),
 		WatchedKinds: operator.WatchedKinds(),
 		AccessChecks: AccessChecks(operator.Access(c.EtcdAccess)),
-		OnChange:     onChange,
-		Prepare:      prepare(c),
+		// Rights are re-checked with every probe, so that a revoked
+		// permission shows within one probe interval.
+		AccessRecheckInterval: c.Clusters.ProbeInterval,
+		// One cluster, one registration: a second Secret for a cluster
+		// already engaged is refused.
+		Identify: kubeconfigsecret.KubeSystemUID,
+		OnChange: onChange,
+		Prepare:  prepare(c),
 	}
 }
 
 // AccessChecks are the permissions the reconcilers need with etcd access
-// a (operator.AccessChecks), as the provider's pre-flight checks them.
+// a (operator.AccessChecks), as the provider's pre-flight checks them, and
+// get on namespaces, with which Identify (KubeSystemUID) reads the
+// kube-system Namespace.
 func AccessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
 	var out []kubeconfigsecret.AccessCheck
 	for _, c := range operator.AccessChecks(a) {
 		out = append(out, kubeconfigsecret.AccessCheck(c))
 	}
-	return out
+	return append(out, kubeconfigsecret.AccessCheck{Resource: "namespaces", Verbs: []string{"get"}})
 }
 
 // prepare installs the workload CRDs before a cluster is engaged, when
@@ -256,9 +264,14 @@ func (f *Fleet) Cluster(name string) (dashboard.ClusterInfo, bool) {
 }
 
 func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
+	missing := s.MissingRights
+	if !s.Connected && s.Reason == kubeconfigsecret.ReasonForbidden {
+		missing = s.Message // pre-flight refused the credentials
+	}
 	return dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
 		Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
-		LastProbeTime: s.LastProbeTime, Paused: s.Paused}
+		LastProbeTime: s.LastProbeTime, Paused: s.Paused,
+		ClusterID: s.ClusterID, Duplicate: s.Reason == kubeconfigsecret.ReasonDuplicateCluster, MissingRights: missing}
 }
 
 // EtcdObjects implements dashboard.Source, from the cluster's cache.

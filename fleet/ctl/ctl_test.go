@@ -96,6 +96,17 @@ var _ = Describe("register", Ordered, func() {
 		Expect(err).To(MatchError(ContainSubstring("already registered")))
 	}, SpecTimeout(time.Minute))
 
+	It("refuses to register a cluster already registered under another name", func(ctx SpecContext) {
+		s, err := fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, "w1", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Annotations).To(HaveKey(fleetv1.ClusterIDAnnotation))
+		_, err = register(ctx, "w1-again", fleet.Cluster("w1").Config)
+		Expect(err).To(MatchError(And(ContainSubstring("already registered by Secret "+ns+"/w1"),
+			ContainSubstring(s.Annotations[fleetv1.ClusterIDAnnotation]))))
+		_, err = fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, "w1-again", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing written for the refused name")
+	}, SpecTimeout(time.Minute))
+
 	It("says so when the workload cluster is unreachable", func(ctx SpecContext) {
 		w1 := fleet.Cluster("w1")
 		Expect(w1.Partition()).To(Succeed())

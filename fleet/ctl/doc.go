@@ -11,6 +11,14 @@
 // only the workload server, its CA and that token — never the credentials
 // used to run the command. Running it again rotates the token.
 //
+// One cluster, one registration: register reads the workload cluster's
+// identity (its kube-system Namespace UID, as the manager does) and refuses
+// a cluster that another registration Secret of the namespace already
+// registers, by the identity annotation register writes on its Secrets or
+// by the clusterID the manager shows on their FleetClusters, naming that
+// Secret. The manager refuses such a Secret too (DuplicateCluster), however
+// it was written.
+//
 // # Trade-offs
 //
 // Tokens from the TokenRequest API expire (default one year, see

@@ -64,6 +64,10 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	if err := checkCollision(ctx, mg, o.Namespace, o.Name, server); err != nil {
 		return err
 	}
+	id, err := refuseDuplicate(ctx, wl, mg, o.Namespace, o.Name)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(o.Out, "applying etcdfleet CRDs and RBAC to the workload cluster\n")
 	if err := config.Apply(ctx, wl, fieldManager, config.WorkloadManifests()); err != nil {
 		return explain("workload cluster", err)
@@ -77,7 +81,10 @@ func Register(ctx context.Context, o RegisterOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "writing Secret %s/%s on the management cluster\n", o.Namespace, o.Name)
-	return explain("management cluster", writeSecret(ctx, mg, o.Namespace, o.Name, kc))
+	if err := writeSecret(ctx, mg, o.Namespace, o.Name, kc); err != nil {
+		return explain("management cluster", err)
+	}
+	return explain("management cluster", recordClusterID(ctx, mg, o.Namespace, o.Name, id))
 }
 
 // checkCollision refuses to overwrite the registration of another cluster.

@@ -60,6 +60,9 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 	if info.ServerVersion != "" {
 		st.ServerVersion = info.ServerVersion
 	}
+	if info.ClusterID != "" {
+		st.ClusterID = info.ClusterID
+	}
 	if !info.LastProbeTime.IsZero() {
 		t := seconds(info.LastProbeTime)
 		st.LastProbeTime = &t
@@ -100,8 +103,14 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 		degradedMsg = fmt.Sprintf("%d etcd member(s) not ready%s; %s", unready, worstState(st.EtcdClusterStates), counts)
 	}
 
+	setAuthorized(set, info)
 	readyReason, readyMsg := fleetv1.ReasonHealthy, counts
 	switch {
+	case info.Duplicate:
+		readyReason, readyMsg = fleetv1.ReasonDuplicateCluster, info.Message
+	case info.Connected && info.MissingRights != "":
+		readyReason = fleetv1.ReasonMissingRights
+		readyMsg = "the workload credentials lack permissions the reconcilers need: " + info.MissingRights + "; " + counts
 	case !info.Connected:
 		readyReason = fleetv1.ReasonNotConnected
 		readyMsg = "the workload cluster is not connected"
@@ -137,6 +146,19 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 		st.Message = clip(readyMsg)
 	}
 	return st
+}
+
+// setAuthorized sets the Authorized condition from what is known of the
+// credentials' rights (a connected cluster's last check, or a connection
+// refused for missing permissions); otherwise it stays as it was.
+func setAuthorized(set func(typ string, ok bool, reason, msg string), info ClusterInfo) {
+	switch {
+	case info.MissingRights != "":
+		set(fleetv1.ConditionAuthorized, false, fleetv1.ReasonMissingRights,
+			"the workload credentials lack permissions the reconcilers need: "+info.MissingRights)
+	case info.Connected:
+		set(fleetv1.ConditionAuthorized, true, fleetv1.ReasonRightsGranted, "the workload credentials have every permission the reconcilers need")
+	}
 }
 
 // worstState names the worst EtcdCluster, as " (worst: ns/name, Reason)".

@@ -28,6 +28,17 @@ type ClusterInfo struct {
 	LastProbeTime time.Time
 	// Paused is true when the Secret asks for this cluster to be paused.
 	Paused bool
+	// ClusterID identifies the workload cluster (its kube-system Namespace
+	// UID); empty when not known yet.
+	ClusterID string
+	// Duplicate is true when the Secret is refused because another Secret
+	// registered the same cluster first; Message names it.
+	Duplicate bool
+	// MissingRights says which permissions the credentials lack: those the
+	// last check of a connected cluster found missing ("; "-separated), or
+	// why a connection was refused for lack of them. Empty when none are
+	// known to be missing.
+	MissingRights string
 }
 
 // Source is implemented by the fleet wiring.

@@ -105,9 +105,26 @@ type AccessCheck struct {
 	Verbs       []string
 }
 
+// writeChecks are the writes (and the by-name reads of uncached kinds) the
+// reconcilers make, verb for verb as config/rbac/workload grants them:
+// without any of them a heal stops half-way, so they are checked like the
+// reads. Events are left out: losing them loses no work.
+var writeChecks = []AccessCheck{
+	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdclusters", Subresource: "status", Verbs: []string{"update"}},
+	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdclusters", Subresource: "finalizers", Verbs: []string{"update"}},
+	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdmembers", Verbs: []string{"create", "patch", "delete"}},
+	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdmembers", Subresource: "status", Verbs: []string{"update", "patch"}},
+	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdmembers", Subresource: "finalizers", Verbs: []string{"update"}},
+	{Resource: "pods", Verbs: []string{"create", "patch", "delete"}},
+	{Resource: "persistentvolumeclaims", Verbs: []string{"create"}},
+	{Resource: "services", Verbs: []string{"create", "patch"}},
+	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create", "patch", "delete"}},
+	{Resource: "secrets", Verbs: []string{"get"}},
+}
+
 // AccessChecks are the permissions the reconcilers need with etcd access a:
-// list and watch of every watched kind, and the port-forward verb of a
-// (none for Direct).
+// list and watch of every watched kind, the port-forward verb of a (none
+// for Direct), and their writes (writeChecks).
 func AccessChecks(a Access) []AccessCheck {
 	var out []AccessCheck
 	for _, obj := range WatchedKinds() {
@@ -117,6 +134,10 @@ func AccessChecks(a Access) []AccessCheck {
 	}
 	if verb := a.PortForwardVerb(); verb != "" {
 		out = append(out, AccessCheck{Resource: "pods", Subresource: "portforward", Verbs: []string{verb}})
+	}
+	for _, w := range writeChecks {
+		w.Verbs = append([]string(nil), w.Verbs...)
+		out = append(out, w)
 	}
 	return out
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // TestAccessChecks: the pre-flight asks exactly what the reconcilers need:
-// list and watch of every watched kind, under its real resource name, and
-// the port-forward verb of the access mode.
+// list and watch of every watched kind, under its real resource name, the
+// port-forward verb of the access mode, and the writes.
 func TestAccessChecks(t *testing.T) {
 	lw := []string{"list", "watch"}
 	watched := []AccessCheck{
@@ -20,11 +20,25 @@ func TestAccessChecks(t *testing.T) {
 		{Resource: "services", Verbs: lw},
 		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: lw},
 	}
+	etcd := "etcd.etcdfleet.io"
+	writes := []AccessCheck{
+		{Group: etcd, Resource: "etcdclusters", Subresource: "status", Verbs: []string{"update"}},
+		{Group: etcd, Resource: "etcdclusters", Subresource: "finalizers", Verbs: []string{"update"}},
+		{Group: etcd, Resource: "etcdmembers", Verbs: []string{"create", "patch", "delete"}},
+		{Group: etcd, Resource: "etcdmembers", Subresource: "status", Verbs: []string{"update", "patch"}},
+		{Group: etcd, Resource: "etcdmembers", Subresource: "finalizers", Verbs: []string{"update"}},
+		{Resource: "pods", Verbs: []string{"create", "patch", "delete"}},
+		{Resource: "persistentvolumeclaims", Verbs: []string{"create"}},
+		{Resource: "services", Verbs: []string{"create", "patch"}},
+		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create", "patch", "delete"}},
+		{Resource: "secrets", Verbs: []string{"get"}},
+	}
 	portForward := func(verb string) []AccessCheck {
-		return append(append([]AccessCheck(nil), watched...), AccessCheck{Resource: "pods", Subresource: "portforward", Verbs: []string{verb}})
+		out := append(append([]AccessCheck(nil), watched...), AccessCheck{Resource: "pods", Subresource: "portforward", Verbs: []string{verb}})
+		return append(out, writes...)
 	}
 	for a, want := range map[Access][]AccessCheck{
-		PortForward: portForward("get"), PortForwardSPDY: portForward("create"), Direct: watched,
+		PortForward: portForward("get"), PortForwardSPDY: portForward("create"), Direct: append(append([]AccessCheck(nil), watched...), writes...),
 	} {
 		if got := AccessChecks(a); !reflect.DeepEqual(got, want) {
 			t.Errorf("AccessChecks(%s) =\n%+v\nwant\n%+v", a, got, want)

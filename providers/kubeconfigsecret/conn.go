@@ -37,7 +37,8 @@ type session struct {
 	probe   rest.Interface
 	red     redactor
 	version string
-	indexed int // indexers applied at creation
+	indexed int          // indexers applied at creation
+	rights  *rightsWatch // re-checks the AccessChecks while engaged
 }
 
 type outcome int
@@ -205,7 +206,14 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 	if f != nil {
 		return nil, f
 	}
-	cl, err := cluster.New(cfg, o.ClusterOptions...)
+	if f := c.claimIdentity(actx, cfg, red); f != nil {
+		return nil, f
+	}
+	rights, ccfg, err := newRightsWatch(cfg)
+	if err != nil {
+		return nil, classify(err, "access check client", red)
+	}
+	cl, err := cluster.New(ccfg, o.ClusterOptions...)
 	if err != nil {
 		return nil, classify(err, "create cluster", red)
 	}
@@ -229,7 +237,8 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 		startErr <- err
 		scancel()
 	}()
-	s := &session{conn: c, cl: cl, ctx: sctx, cancel: scancel, probe: probe, red: red, version: version, indexed: len(indexers)}
+	s := &session{conn: c, cl: cl, ctx: sctx, cancel: scancel, probe: probe, red: red, version: version,
+		indexed: len(indexers), rights: rights}
 	if f := c.syncInformers(s, startErr); f != nil {
 		scancel()
 		return nil, f
@@ -254,7 +263,9 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 	c.p.update(c, func(st *ClusterState) {
 		st.Connected, st.Reason, st.Message = true, ReasonConnected, "engaged"
 		st.ServerVersion, st.LastProbeTime, st.ConsecutiveFailures = version, time.Now(), 0
+		st.MissingRights = "" // pre-flight found every permission
 	})
+	setRightsMissing(o.Namespace, c.name, 0)
 	return s, nil
 }
 
@@ -288,9 +299,20 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 	o := c.p.opts
 	t := time.NewTicker(o.ProbeInterval)
 	defer t.Stop()
+	rt := time.NewTicker(o.AccessRecheckInterval)
+	defer rt.Stop()
+	s.rights.last = time.Now() // pre-flight checked them
 	fails := 0
 	for {
 		select {
+		case <-rt.C:
+			c.checkRights(actx, s)
+			continue
+		case <-s.rights.forbidden:
+			if s.rights.forbiddenDue(time.Now()) {
+				c.checkRights(actx, s)
+			}
+			continue
 		case <-actx.Done():
 			return c.interrupted()
 		case <-s.ctx.Done():

@@ -24,13 +24,32 @@
 // Annotating the Secret Options.PausedAnnotation: "true" marks the cluster
 // paused in its ClusterState; the cluster stays engaged and watched.
 //
+// With Options.Identify (KubeSystemUID: the kube-system Namespace's UID),
+// pre-flight also reads the cluster's identity, and one cluster has one
+// registration: a Secret whose kubeconfig reaches a cluster that another
+// Secret of the namespace registered first is refused with
+// ReasonDuplicateCluster, its message naming that Secret, and a Warning
+// Event on it. The first Secret to pass pre-flight keeps the cluster for as
+// long as it is registered and its pre-flights read the same identity
+// (also while it is disconnected or retrying); when it is removed, or its
+// kubeconfig reaches another cluster, the refused Secrets are retried at
+// once and the first of them to pass pre-flight engages.
+//
+// An engaged cluster's AccessChecks are asked again every
+// AccessRecheckInterval, and at once when a request of its clients (cache,
+// reconcilers) is answered 403 Forbidden. Missing permissions keep the
+// cluster engaged: they show in ClusterState.MissingRights, the gauge
+// MetricRightsMissing and a Warning Event MissingRights on the Secret; their
+// return in a Normal Event RightsRestored.
+//
 // # Usage
 //
 //	opts := kubeconfigsecret.Options{
 //		Namespace: "etcdfleet-system", Label: "example.com/kubeconfig", Key: "kubeconfig",
 //		Scheme:       scheme,           // knows every watched kind
 //		WatchedKinds: watched,          // every kind the controllers watch
-//		AccessChecks: checks,           // list/watch of those, and more
+//		AccessChecks: checks,           // list/watch of those, the writes, and more
+//		Identify:     kubeconfigsecret.KubeSystemUID, // one registration per cluster
 //		ClusterOptions: []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = narrowed }},
 //		OnChange:       dashboard.Refresh,
 //	}
@@ -89,8 +108,20 @@
 // leader-elected runnable's context, never from a reconcile's, so a
 // controller ReconciliationTimeout cannot disengage clusters.
 //
+// The identity is claimed after the rest of pre-flight, under the
+// provider's lock, in a map from identity to Secret name; removing the
+// Secret (or a pre-flight that reads another identity) releases it and
+// interrupts the backoff of every Secret refused as a duplicate. The
+// cluster's clients are built from a copy of its rest.Config whose
+// transport signals every 403 response into a channel of one slot (never
+// blocking the request); the owner goroutine then checks the AccessChecks,
+// at most once a second (a cluster without rights answers every request
+// 403), with one SelfSubjectAccessReview per permission and verb, all at
+// once under ProbeTimeout.
+//
 // Metrics on controller-runtime's registry: engage and probe latency
-// histograms and a gauge of clusters by state (see the Metric constants).
+// histograms, a gauge of clusters by state and one of each engaged
+// cluster's missing permissions (see the Metric constants).
 //
 // # Trade-offs
 //
@@ -98,10 +129,16 @@
 // kind missing from it is synced inside mgr.Engage, under the shared lock,
 // bounded only by SyncTimeout. A cluster is disengaged while it reconnects,
 // so queued requests for it are dropped by mcr (the new informers' initial
-// lists enqueue everything again). The probe only shows that the API server
-// answers and accepts the credentials; a permission revoked after the
-// pre-flight shows up as informer errors, not in the state. Secrets in one
-// namespace only, and cluster names are Secret names, so they are unique.
+// lists enqueue everything again). A cluster whose permissions were revoked
+// after pre-flight stays engaged and is shown, not stopped: its refused
+// calls fail and are retried, while disengaging would drop its caches (and
+// the dashboard's view) and re-list everything after a brief RBAC gap.
+// Rechecking costs one SelfSubjectAccessReview per permission and verb per
+// AccessRecheckInterval per cluster, each answered by the workload
+// apiserver's authorizer from memory. Duplicates are found within one
+// provider (one namespace) only, and only with Identify: without it, two
+// Secrets for one cluster both engage. Secrets in one namespace only, and
+// cluster names are Secret names, so they are unique.
 // State lives in memory: after a restart or a change of leader, the new
 // leader connects to every cluster afresh.
 package kubeconfigsecret

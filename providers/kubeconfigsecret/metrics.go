@@ -11,6 +11,7 @@ const (
 	MetricEngageDuration = "etcdfleet_kubeconfigsecret_engage_duration_seconds"
 	MetricProbeDuration  = "etcdfleet_kubeconfigsecret_probe_duration_seconds"
 	MetricClusters       = "etcdfleet_kubeconfigsecret_clusters"
+	MetricRightsMissing  = "etcdfleet_kubeconfigsecret_cluster_rights_missing"
 )
 
 var (
@@ -28,10 +29,14 @@ var (
 		Name: MetricClusters,
 		Help: "Registered workload clusters by Secret namespace and state (the ClusterState Reason).",
 	}, []string{"namespace", "state"})
+	rightsMissing = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricRightsMissing,
+		Help: "Permissions of the access checks that an engaged cluster's credentials lacked at the last check (0: all granted), by Secret namespace and cluster.",
+	}, []string{"namespace", "cluster"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(engageDuration, probeDuration, clustersGauge)
+	metrics.Registry.MustRegister(engageDuration, probeDuration, clustersGauge, rightsMissing)
 }
 
 // setClusterCounts publishes the counts of one provider's clusters by
@@ -44,4 +49,13 @@ func setClusterCounts(namespace string, states map[string]*ClusterState) {
 	for _, r := range allReasons {
 		clustersGauge.WithLabelValues(namespace, r).Set(float64(counts[r]))
 	}
+}
+
+func setRightsMissing(namespace, cluster string, n int) {
+	rightsMissing.WithLabelValues(namespace, cluster).Set(float64(n))
+}
+
+// forgetRights drops a removed cluster's series.
+func forgetRights(namespace, cluster string) {
+	rightsMissing.DeleteLabelValues(namespace, cluster)
 }

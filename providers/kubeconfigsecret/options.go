@@ -33,6 +33,8 @@ const (
 	DefaultProbeInterval    = 10 * time.Second
 	DefaultProbeTimeout     = 5 * time.Second
 	DefaultFailureThreshold = 5
+	// DefaultAccessRecheckInterval: see Options.AccessRecheckInterval.
+	DefaultAccessRecheckInterval = time.Minute
 )
 
 // AccessCheck is one permission the workload-cluster credentials need,
@@ -114,8 +116,24 @@ type Options struct {
 	// harmless only if they are already synced.
 	WatchedKinds []client.Object
 	// AccessChecks verified in pre-flight, typically list and watch of every
-	// WatchedKinds kind and whatever else the controllers need.
+	// WatchedKinds kind and whatever else the controllers need (their
+	// writes too). An engaged cluster's credentials are checked again every
+	// AccessRecheckInterval, and at once when a request of its clients is
+	// answered 403 Forbidden; what is missing shows in
+	// ClusterState.MissingRights, a metric and a Warning Event on the
+	// Secret.
 	AccessChecks []AccessCheck
+	// AccessRecheckInterval between two checks of an engaged cluster's
+	// AccessChecks (default 1m). Each check is one SelfSubjectAccessReview
+	// per permission and verb, answered by the workload apiserver's
+	// authorizer without touching its storage.
+	AccessRecheckInterval time.Duration
+	// Identify, if set, returns the identity of the cluster a kubeconfig
+	// reaches (KubeSystemUID is one), read in pre-flight. A Secret whose
+	// cluster has the identity of another registered Secret's is refused
+	// with ReasonDuplicateCluster while that one is registered. Nil: no
+	// duplicate detection.
+	Identify func(ctx context.Context, cfg *rest.Config) (string, error)
 
 	// Prepare, if set, runs before pre-flight with the cluster's config,
 	// bounded by PreflightTimeout; an error is reported like a pre-flight
@@ -148,6 +166,7 @@ func (o Options) withDefaults() Options {
 	def(&o.SyncTimeout, DefaultSyncTimeout)
 	def(&o.ProbeInterval, DefaultProbeInterval)
 	def(&o.ProbeTimeout, DefaultProbeTimeout)
+	def(&o.AccessRecheckInterval, DefaultAccessRecheckInterval)
 	if o.FailureThreshold == 0 {
 		o.FailureThreshold = DefaultFailureThreshold
 	}
@@ -180,7 +199,7 @@ func (o Options) validate() error {
 		name string
 		d    time.Duration
 	}{{"RESTTimeout", o.RESTTimeout}, {"PreflightTimeout", o.PreflightTimeout}, {"SyncTimeout", o.SyncTimeout},
-		{"ProbeInterval", o.ProbeInterval}, {"ProbeTimeout", o.ProbeTimeout}} {
+		{"ProbeInterval", o.ProbeInterval}, {"ProbeTimeout", o.ProbeTimeout}, {"AccessRecheckInterval", o.AccessRecheckInterval}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.name))
 		}

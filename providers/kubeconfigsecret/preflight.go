@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -52,7 +53,7 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor) (
 		return "", &failure{reason: ReasonMissingAPI, msg: "pre-flight: the API server does not serve " +
 			strings.Join(missing, ", ") + " (are the etcdfleet CRDs installed in the workload cluster?)"}
 	}
-	denied, err := checkAccess(ctx, cs, c.p.opts.AccessChecks)
+	denied, err := checkAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(), c.p.opts.AccessChecks)
 	if err != nil {
 		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: access checks did not finish within %s", d),
 			"pre-flight: access check", red)
@@ -133,7 +134,7 @@ func unservedKinds(ctx context.Context, rc rest.Interface, gvks []schema.GroupVe
 // checkAccess asks one SelfSubjectAccessReview per check and verb, all at
 // once, cluster-wide (the workload caches are not namespaced). It returns
 // the denied permissions, sorted, or the first error.
-func checkAccess(ctx context.Context, cs kubernetes.Interface, checks []AccessCheck) ([]string, error) {
+func checkAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck) ([]string, error) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -145,7 +146,7 @@ func checkAccess(ctx context.Context, cs kubernetes.Interface, checks []AccessCh
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				r, err := ssar.Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 					Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 						Verb: verb, Group: ch.Group, Resource: ch.Resource, Subresource: ch.Subresource,
 					}},

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -35,6 +36,8 @@ type Provider struct {
 	log     logr.Logger
 	mgr     mcmanager.Manager
 	reader  client.Reader // the local manager's (Secret-narrowed) cache
+	// recorder records Events on the registration Secrets.
+	recorder record.EventRecorder
 
 	started chan struct{} // closed when the leader-elected runnable starts
 	runCtx  context.Context
@@ -44,6 +47,7 @@ type Provider struct {
 	conns    map[string]*conn         // by Secret name: one owner goroutine each
 	states   map[string]*ClusterState // by Secret name, same keys as conns
 	active   map[string]*session      // engaged clusters, for Get
+	owners   map[string]string        // Secret name by cluster identity (claim)
 	indexers []index
 }
 
@@ -81,6 +85,7 @@ func New(opts Options) (*Provider, error) {
 		conns:   map[string]*conn{},
 		states:  map[string]*ClusterState{},
 		active:  map[string]*session{},
+		owners:  map[string]string{},
 	}, nil
 }
 
@@ -96,6 +101,8 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 	}
 	local := mgr.GetLocalManager()
 	p.mgr, p.reader = mgr, local.GetClient()
+	// The core/v1 recorder: the management RBAC grants Events of that group.
+	p.recorder = local.GetEventRecorderFor(p.opts.ControllerName) //nolint:staticcheck
 	p.log = mgr.GetLogger().WithName("kubeconfigsecret").WithValues("secretNamespace", p.opts.Namespace)
 	if err := local.Add(runner{p}); err != nil {
 		return err
@@ -229,11 +236,16 @@ func (p *Provider) remove(name, why string) {
 	if s := p.active[name]; s != nil && s.conn == c {
 		delete(p.active, name)
 	}
+	released := p.release(name, "")
 	setClusterCounts(p.opts.Namespace, p.states)
 	p.mu.Unlock()
 	c.cancel()
+	forgetRights(p.opts.Namespace, name)
 	c.log.Info("Cluster removed", "why", why)
 	p.notify(name)
+	if released {
+		p.retryDuplicates()
+	}
 }
 
 // update applies fn to c's state if c still owns the name, and reports a

@@ -33,6 +33,14 @@ type ClusterState struct {
 	// ConsecutiveFailures counts failed probes and connection attempts since
 	// the last success.
 	ConsecutiveFailures int
+	// ClusterID is the cluster's identity (Options.Identify) as last read in
+	// pre-flight; empty without Identify or before a pre-flight got that far.
+	ClusterID string
+	// MissingRights lists the AccessChecks permissions an engaged cluster's
+	// credentials lacked at the last check, "; "-separated; empty when all
+	// are granted. The cluster stays engaged (see the package
+	// documentation); only meaningful while Connected.
+	MissingRights string
 }
 
 // Reasons of ClusterState.
@@ -65,13 +73,17 @@ const (
 	// ReasonDisconnected: FailureThreshold probes in a row failed, or the
 	// cluster's cache stopped; the cluster was disengaged.
 	ReasonDisconnected = "Disconnected"
+	// ReasonDuplicateCluster: the kubeconfig reaches a cluster (same
+	// Options.Identify identity) that another Secret registered first; the
+	// message names that Secret.
+	ReasonDuplicateCluster = "DuplicateCluster"
 	// ReasonError: anything else.
 	ReasonError = "Error"
 )
 
 var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig,
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
-	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonError}
+	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonError}
 
 // failure is an error with a Reason and a credential-free message.
 type failure struct {

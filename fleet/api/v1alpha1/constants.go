@@ -9,7 +9,7 @@ const (
 	MaxWorstClusters     = 10
 )
 
-// Condition types of FleetCluster (all four) and Fleet (Ready, Degraded, Paused).
+// Condition types of FleetCluster (all five) and Fleet (Ready, Degraded, Paused).
 const (
 	// ConditionConnected is True when the workload cluster's apiserver answered the last probe.
 	ConditionConnected = "Connected"
@@ -20,6 +20,11 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionPaused is True while destructive actions are paused (Fleet spec.paused).
 	ConditionPaused = "Paused"
+	// ConditionAuthorized (FleetCluster only) is False when the workload
+	// credentials lack permissions the reconcilers need (reason
+	// MissingRights, the message lists them), True when the last check found
+	// all of them. It is last known while the cluster is not connected.
+	ConditionAuthorized = "Authorized"
 )
 
 // Condition reasons. Controllers may add more; these are the common ones.
@@ -35,6 +40,15 @@ const (
 	ReasonHealthy          = "Healthy"
 	ReasonFleetPaused      = "FleetPaused"
 	ReasonNotPaused        = "NotPaused"
+	// ReasonDuplicateCluster (Ready=False): another registration Secret,
+	// named in the message, registered the same workload cluster (same
+	// kube-system Namespace UID) first; this one is refused.
+	ReasonDuplicateCluster = "DuplicateCluster"
+	// ReasonMissingRights (Authorized=False, Ready=False): the workload
+	// credentials lack permissions the reconcilers need.
+	ReasonMissingRights = "MissingRights"
+	// ReasonRightsGranted (Authorized=True).
+	ReasonRightsGranted = "RightsGranted"
 )
 
 // Registration of a workload cluster: a Secret in the manager's namespace
@@ -51,4 +65,9 @@ const (
 	// PausedAnnotation set to "true" on the Secret pauses destructive
 	// actions in that cluster (it stays engaged and watched).
 	PausedAnnotation = "etcdfleet.io/paused"
+	// ClusterIDAnnotation on the Secret records the identity (kube-system
+	// Namespace UID) of the cluster etcdfleetctl registered with it, so that
+	// a later register of the same cluster under another name is refused
+	// before the manager has engaged the first.
+	ClusterIDAnnotation = "etcdfleet.io/cluster-id"
 )

@@ -34,11 +34,18 @@ type EtcdClusterState struct {
 
 // FleetClusterStatus reports on one workload cluster.
 type FleetClusterStatus struct {
-	// conditions: Connected, Ready, Degraded, Paused.
+	// conditions: Connected, Ready, Degraded, Paused, Authorized.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// clusterID identifies the workload cluster: the UID of its kube-system
+	// Namespace, as last read in pre-flight. Two registrations with the same
+	// clusterID are one cluster registered twice; only the first is engaged.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ClusterID string `json:"clusterID,omitempty"`
 
 	// serverVersion is the workload apiserver's git version.
 	// +optional

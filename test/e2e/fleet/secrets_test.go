@@ -16,6 +16,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -162,21 +163,32 @@ func clusterAdminBinding(sa string) *rbacv1.ClusterRoleBinding {
 // engageCount is how many times the provider engaged a cluster so far.
 func engageCount() uint64 {
 	GinkgoHelper()
+	return series(kubeconfigsecret.MetricEngageDuration, map[string]string{"namespace": secretNS}).GetHistogram().GetSampleCount()
+}
+
+// series returns the series of the named metric on controller-runtime's
+// registry whose labels include want, or nil.
+func series(name string, want map[string]string) *dto.Metric {
+	GinkgoHelper()
 	mfs, err := ctrlmetrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	for _, mf := range mfs {
-		if mf.GetName() != kubeconfigsecret.MetricEngageDuration {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			matched := 0
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "namespace" && l.GetValue() == secretNS {
-					return m.GetHistogram().GetSampleCount()
+				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+					matched++
 				}
+			}
+			if matched == len(want) {
+				return m
 			}
 		}
 	}
-	return 0
+	return nil
 }
 
 // corruptYAML breaks the kubeconfig's YAML while keeping its credentials

@@ -171,6 +171,8 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	hungSpecs()
 	badSecretSpecs()
 	rotationSpecs()
+	duplicateSpecs()
+	rightsSpecs()
 	pauseSpecs()
 	handoverSpecs()
 })

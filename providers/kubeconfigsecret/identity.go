@@ -1,0 +1,143 @@
+package kubeconfigsecret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+)
+
+// KubeSystemUID identifies a Kubernetes cluster by the UID of its
+// kube-system Namespace: every cluster has one, it never changes for the
+// cluster's life, and two clusters never share it, whatever addresses or
+// credentials reach them. Set it as Options.Identify; the credentials then
+// need get on namespaces.
+func KubeSystemUID(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	ns, err := cs.Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return string(ns.UID), nil
+}
+
+// identify runs Options.Identify, as part of pre-flight and bounded like it
+// by PreflightTimeout. Without Identify, clusters have no identity and
+// duplicates are not detected.
+func (c *conn) identify(actx context.Context, cfg *rest.Config, red redactor) (string, *failure) {
+	f := c.p.opts.Identify
+	if f == nil {
+		return "", nil
+	}
+	d := c.p.opts.PreflightTimeout
+	ctx, cancel := context.WithTimeout(actx, d)
+	defer cancel()
+	id, err := f(ctx, rest.CopyConfig(cfg))
+	if err == nil && id == "" {
+		err = errors.New("empty identity")
+	}
+	if err != nil {
+		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: the cluster's identity was not read within %s", d),
+			"pre-flight: cluster identity", red)
+	}
+	return id, nil
+}
+
+// claim makes c the owner of the cluster identified by id, unless the
+// connection of another Secret owns it: the first Secret to pass
+// pre-flight keeps a cluster for as long as it is registered and points at
+// that cluster, however often it reconnects. The refused Secret's failure
+// names the owner. An empty id (no Identify) claims nothing.
+func (p *Provider) claim(c *conn, id string) *failure {
+	if id == "" {
+		return nil
+	}
+	p.mu.Lock()
+	st := p.states[c.name]
+	if p.conns[c.name] != c || st == nil {
+		p.mu.Unlock()
+		return &failure{reason: ReasonError, msg: "the Secret was removed"}
+	}
+	if owner, ok := p.owners[id]; ok && owner != c.name {
+		p.mu.Unlock()
+		return &failure{reason: ReasonDuplicateCluster, msg: fmt.Sprintf(
+			"the workload cluster (identity %s) is already registered by Secret %s/%s; this Secret is refused while that one is registered: remove one of the two",
+			id, p.opts.Namespace, owner)}
+	}
+	released := p.release(c.name, id)
+	p.owners[id] = c.name
+	p.mu.Unlock()
+	p.update(c, func(st *ClusterState) { st.ClusterID = id })
+	if released {
+		p.retryDuplicates()
+	}
+	return nil
+}
+
+// release drops the claims of the named Secret other than keep, and
+// reports whether it dropped any. Called with p.mu held.
+func (p *Provider) release(name, keep string) bool {
+	released := false
+	for id, owner := range p.owners {
+		if owner == name && id != keep {
+			delete(p.owners, id)
+			released = true
+		}
+	}
+	return released
+}
+
+// retryDuplicates makes every Secret refused as a duplicate try again at
+// once, now that a claim was released: the first of them to pass
+// pre-flight engages, the others are refused again.
+func (p *Provider) retryDuplicates() {
+	p.mu.Lock()
+	var retry []*conn
+	for name, st := range p.states {
+		if st.Reason == ReasonDuplicateCluster && p.conns[name] != nil {
+			retry = append(retry, p.conns[name])
+		}
+	}
+	p.mu.Unlock()
+	sort.Slice(retry, func(i, j int) bool { return retry[i].name < retry[j].name })
+	for _, c := range retry {
+		c.retryNow()
+	}
+}
+
+// retryNow ends the current attempt or backoff wait, as a new kubeconfig
+// would: the owner starts over at once with a fresh backoff.
+func (c *conn) retryNow() {
+	c.mu.Lock()
+	cancel := c.attemptCancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// claimIdentity reads the cluster's identity and claims it for c, or
+// refuses c as a duplicate (with a Warning Event on its Secret, once per
+// refusal streak).
+func (c *conn) claimIdentity(actx context.Context, cfg *rest.Config, red redactor) *failure {
+	id, f := c.identify(actx, cfg, red)
+	if f != nil {
+		return f
+	}
+	f = c.p.claim(c, id)
+	if f != nil && f.reason == ReasonDuplicateCluster {
+		if st, _ := c.p.State(c.name); st.Reason != ReasonDuplicateCluster {
+			c.p.event(c.name, corev1.EventTypeWarning, EventDuplicateCluster, f.msg)
+		}
+		c.p.update(c, func(st *ClusterState) { st.ClusterID = id })
+	}
+	return f
+}
