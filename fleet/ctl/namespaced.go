@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
 // bindingLabels mark the RoleBindings register creates in namespaced mode,
@@ -79,15 +81,8 @@ func removeRoleBindings(ctx context.Context, wl client.Client, keep []string) er
 	return nil
 }
 
-// normalizeNamespaces drops blanks and duplicates and sorts, so that the
-// annotation of the same list is always the same string.
+// normalizeNamespaces drops blanks and duplicates and sorts, as the
+// manager's provider reads the annotation.
 func normalizeNamespaces(in []string) []string {
-	var out []string
-	for _, ns := range in {
-		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(out, ns) {
-			out = append(out, ns)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return kubeconfigsecret.SplitNamespaces(strings.Join(in, ","))
 }

@@ -3,11 +3,13 @@ package kubeconfigsecret
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
@@ -201,11 +203,11 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 			return nil, classify(err, "prepare", red)
 		}
 	}
-	version, f := c.preflight(actx, cfg, red)
+	version, f := c.preflight(actx, cfg, red, spec.namespaces)
 	if f != nil {
 		return nil, f
 	}
-	cl, err := cluster.New(cfg, o.ClusterOptions...)
+	cl, err := cluster.New(cfg, clusterOptions(o.ClusterOptions, spec.namespaces)...)
 	if err != nil {
 		return nil, classify(err, "create cluster", red)
 	}
@@ -342,4 +344,20 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 			})
 		}
 	}
+}
+
+// clusterOptions appends to opts, for a namespaced registration, the
+// option that scopes every cache of the cluster to namespaces: its
+// credentials may list and watch nowhere else.
+func clusterOptions(opts []cluster.Option, namespaces []string) []cluster.Option {
+	if len(namespaces) == 0 {
+		return opts
+	}
+	scoped := func(co *cluster.Options) {
+		co.Cache.DefaultNamespaces = map[string]crcache.Config{}
+		for _, ns := range namespaces {
+			co.Cache.DefaultNamespaces[ns] = crcache.Config{}
+		}
+	}
+	return append(slices.Clone(opts), scoped)
 }
