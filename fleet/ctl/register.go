@@ -100,7 +100,7 @@ func Register(ctx context.Context, o RegisterOptions) error {
 		return explain("workload cluster", fmt.Errorf("the new token is registered, but revoking the previous ones failed (re-run register): %w", err))
 	}
 	if len(revoked) > 0 {
-		fmt.Fprintf(o.Out, "revoked the previous token (deleted Secret %s/%s on the workload cluster)\n",
+		fmt.Fprintf(o.Out, "revoked the previous token: removed Secret %s/%s, which it was bound to, from the workload cluster\n",
 			WorkloadNamespace, strings.Join(revoked, ", "))
 	}
 	return nil

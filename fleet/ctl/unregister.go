@@ -57,7 +57,7 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 	if len(revoked) == 0 {
 		fmt.Fprintf(o.Out, "found no token of %s to revoke on the workload cluster (is it the right one?)\n", o.Name)
 	} else {
-		fmt.Fprintf(o.Out, "revoked the token (deleted Secret %s/%s on the workload cluster)\n", WorkloadNamespace, strings.Join(revoked, ", "))
+		fmt.Fprintf(o.Out, "revoked the token: removed Secret %s/%s, which it was bound to, from the workload cluster\n", WorkloadNamespace, strings.Join(revoked, ", "))
 	}
 	if !o.RemoveRBAC {
 		return nil
