@@ -36,7 +36,7 @@ func registerCmd() *cobra.Command {
 	var m mgmtFlags
 	var kubeconfig, kctx, server string
 	var ttl time.Duration
-	var watch []string
+	var watch, images []string
 	c := &cobra.Command{
 		Use:   "register NAME",
 		Short: "Install etcdfleet's CRDs and least-privilege RBAC in a workload cluster and register it by Secret (again: rotates the token)",
@@ -51,7 +51,7 @@ func registerCmd() *cobra.Command {
 				return err
 			}
 			return ctl.Register(cmd.Context(), ctl.RegisterOptions{Name: args[0], Workload: wl, Management: mg,
-				Namespace: m.namespace, TokenDuration: ttl, WatchNamespaces: watch, Server: server, Out: cmd.OutOrStdout()})
+				Namespace: m.namespace, TokenDuration: ttl, WatchNamespaces: watch, AllowedImages: images, Server: server, Out: cmd.OutOrStdout()})
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster, with rights to install CRDs and RBAC (default $KUBECONFIG or ~/.kube/config)")
@@ -61,6 +61,8 @@ func registerCmd() *cobra.Command {
 		"lifetime asked for the minted ServiceAccount token (the apiserver may grant less); re-run register before it expires to rotate it, which revokes the previous token")
 	c.Flags().StringSliceVar(&watch, "watch-namespaces", nil,
 		"namespaced mode: grant the manager its rights only in these namespaces (RoleBindings) and scope its caches to them (default: the whole cluster)")
+	c.Flags().StringSliceVar(&images, "allowed-images", nil,
+		"image repositories the admission policy lets etcdfleet's Pods run, replacing the defaults (etcd's official images and etcdfleet's own); list your mirrors, including the manager's agentImage")
 	m.bind(c)
 	return c
 }

@@ -135,6 +135,27 @@ var _ = Describe("register's credentials", Ordered, func() {
 		Expect(can(ctx, registered(ctx, "cred"), "list", "", "pods", "", "team-b")).To(BeTrue())
 	}, SpecTimeout(time.Minute))
 
+	It("names mirrors in the admission policy", func(ctx SpecContext) {
+		allowed := func() string {
+			p, err := fleet.Cluster("w1").Clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, ctl.PodsPolicy, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			for _, v := range p.Spec.Variables {
+				if v.Name == "allowedImages" {
+					return v.Expression
+				}
+			}
+			return ""
+		}
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"registry.example.com:5000/etcd", "registry.example.com/etcdfleet"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(allowed()).To(Equal("['registry.example.com:5000/etcd', 'registry.example.com/etcdfleet']"))
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"evil' || true || '"}})
+		Expect(err).To(MatchError(ContainSubstring("is not an image repository")))
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(allowed()).To(ContainSubstring("'quay.io/coreos/etcd'"), "the defaults again")
+	}, SpecTimeout(time.Minute))
+
 	It("unregister revokes the token", func(ctx SpecContext) {
 		for _, name := range []string{"cred", "cafile"} {
 			cfg := registered(ctx, name)

@@ -44,6 +44,10 @@ type RegisterOptions struct {
 	// namespaces only (RoleBindings instead of the ClusterRoleBinding) and
 	// scope its caches for the cluster to them. Empty: the whole cluster.
 	WatchNamespaces []string
+	// AllowedImages replaces the image repositories the admission policy
+	// lets etcdfleet's Pods run (default: config/rbac/workload's, etcd's
+	// official images and etcdfleet's own). Name mirrors here.
+	AllowedImages []string
 	// Server overrides the workload apiserver URL written to the Secret, for
 	// when the manager reaches it at another address than the caller does.
 	Server string
@@ -75,7 +79,11 @@ func Register(ctx context.Context, o RegisterOptions) error {
 		return err
 	}
 	namespaces := normalizeNamespaces(o.WatchNamespaces)
-	if err := installWorkload(ctx, wl, namespaces, o.Out); err != nil {
+	manifests, err := withAllowedImages(config.WorkloadManifests(), o.AllowedImages)
+	if err != nil {
+		return err
+	}
+	if err := installWorkload(ctx, wl, manifests, namespaces, o.Out); err != nil {
 		return explain("workload cluster", err)
 	}
 	if o.TokenDuration == 0 {
@@ -106,10 +114,9 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	return nil
 }
 
-// installWorkload applies the CRDs, the RBAC (bound cluster-wide or in
-// namespaces) and the admission policy.
-func installWorkload(ctx context.Context, wl client.Client, namespaces []string, out io.Writer) error {
-	manifests := config.WorkloadManifests()
+// installWorkload applies manifests, the CRDs, RBAC and admission policy,
+// with the RBAC bound cluster-wide or in namespaces.
+func installWorkload(ctx context.Context, wl client.Client, manifests [][]byte, namespaces []string, out io.Writer) error {
 	where := "the whole cluster"
 	if len(namespaces) > 0 {
 		var err error

@@ -70,7 +70,6 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: PodSecretsPolicy}},
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: PodsPolicy}},
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: PodSecretsPolicy}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: WorkloadNamespace, Name: PolicyConfigMap}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: WorkloadNamespace, Name: WorkloadSA}},
@@ -84,10 +83,9 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 }
 
 // Names of config/rbac/workload: the manager's ClusterRole and its
-// bindings, the admission policies and bindings, and the policy's ConfigMap.
+// bindings, and the admission policies with their bindings.
 const (
 	WorkloadClusterRole = "etcdfleet-workload"
 	PodsPolicy          = "etcdfleet-workload-pods"
 	PodSecretsPolicy    = "etcdfleet-workload-pod-secrets"
-	PolicyConfigMap     = "etcdfleet-workload-policy"
 )

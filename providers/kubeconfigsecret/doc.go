@@ -24,6 +24,10 @@
 // Annotating the Secret Options.PausedAnnotation: "true" marks the cluster
 // paused in its ClusterState; the cluster stays engaged and watched.
 //
+// Annotating it Options.NamespacesAnnotation: "a,b" registers credentials
+// granted in those namespaces only: the cluster's caches watch just them,
+// and pre-flight checks the permissions in each instead of cluster-wide.
+//
 // # Usage
 //
 //	opts := kubeconfigsecret.Options{
