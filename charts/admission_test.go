@@ -21,7 +21,6 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
-
 // memberPod is the Pod memberctl builds for member name of EtcdCluster ec,
 // with the controller reference Sync adds.
 func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
@@ -68,16 +67,16 @@ func escalations(good *corev1.Pod) map[string]*corev1.Pod {
 			p.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
 			p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil // invalid with privileged
 		}),
-		"a host network": with(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		"a host network":  with(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
 		"a foreign image": with(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "docker.io/library/busybox:1" }),
 		"a look-alike image": with(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Image = strings.Replace(p.Spec.Containers[0].Image, "etcd:", "etcd-evil:", 1)
 		}),
 		"a Secret mount no EtcdCluster names": with(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "cloud-credentials" }),
-		"another cluster's TLS Secret": with(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "adm-other-server" }),
-		"another workload's claim": with(func(p *corev1.Pod) { p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "postgres-data" }),
-		"a token automount": with(func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }),
-		"no EtcdMember controller": with(func(p *corev1.Pod) { p.OwnerReferences = nil }),
+		"another cluster's TLS Secret":        with(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "adm-other-server" }),
+		"another workload's claim":            with(func(p *corev1.Pod) { p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "postgres-data" }),
+		"a token automount":                   with(func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }),
+		"no EtcdMember controller":            with(func(p *corev1.Pod) { p.OwnerReferences = nil }),
 		"no cluster label, to dodge the Secrets policy": with(func(p *corev1.Pod) {
 			delete(p.Labels, etcdv1.LabelCluster)
 			p.Spec.Volumes[1].Secret.SecretName = "cloud-credentials"
