@@ -142,8 +142,11 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 		switch what {
 		case "a Secret mount no EtcdCluster names", "another cluster's TLS Secret":
 			policy = policyPrefix + "-pod-secrets"
-		case "another namespace's ServiceAccount": // refused by both
-			policy = policyPrefix + "-pod"
+		case "another namespace's ServiceAccount":
+			// Refused by both policies, and by the other install's Secrets
+			// policy too: that matches every labelled Pod before it looks
+			// at the requester, and kube-system has no EtcdCluster.
+			policy = "etcdfleet-workload-pod"
 		}
 		refused(t, what, policy, dryRunCreate(ctx, sa, p))
 	}

@@ -86,6 +86,13 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	if err := installWorkload(ctx, wl, manifests, namespaces, o.Out); err != nil {
 		return explain("workload cluster", err)
 	}
+	return rotate(ctx, wl, mg, o, kubeconfigFor(o.Name, server, ca), namespaces)
+}
+
+// rotate mints a new bound token, stores it in the registration Secret, and
+// only then revokes the earlier ones, so that the manager never holds a
+// revoked token while a valid one exists.
+func rotate(ctx context.Context, wl, mg client.Client, o RegisterOptions, kubeconfig func(token string) ([]byte, error), namespaces []string) error {
 	if o.TokenDuration == 0 {
 		o.TokenDuration = DefaultTokenDuration
 	}
@@ -93,7 +100,7 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	if err != nil {
 		return explain("workload cluster", err)
 	}
-	kc, err := kubeconfig(o.Name, server, ca, tok.value)
+	kc, err := kubeconfig(tok.value)
 	if err != nil {
 		return err
 	}
@@ -153,7 +160,12 @@ func checkCollision(ctx context.Context, mg client.Client, ns, name, server stri
 	return nil
 }
 
-// kubeconfig holds only the server, its CA and the ServiceAccount token.
+// kubeconfigFor returns the kubeconfig of a token: only the server, its CA
+// and the ServiceAccount token.
+func kubeconfigFor(name, server string, ca []byte) func(token string) ([]byte, error) {
+	return func(token string) ([]byte, error) { return kubeconfig(name, server, ca, token) }
+}
+
 func kubeconfig(name, server string, ca []byte, token string) ([]byte, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
