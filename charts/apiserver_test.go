@@ -72,8 +72,10 @@ func TestOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out, "kubectl get secret etcdfleet-token -n etcdfleet-system") {
-			t.Errorf("workload NOTES do not show how to read the token:\n%s", out)
+		for _, want := range []string{"etcdfleetctl register w1", "kubectl create token etcdfleet -n etcdfleet-system --duration=720h"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("workload NOTES do not show how to get a token (%q):\n%s", want, out)
+			}
 		}
 	})
 	ok := t.Run("management chart", func(t *testing.T) {
@@ -180,9 +182,16 @@ func TestOnAPIServer(t *testing.T) {
 			forbidden(t, ns+": list Deployments", ignore(sa.AppsV1().Deployments("etcd").List(ctx, metav1.ListOptions{})))
 		}
 	}) && ok
+	ok = t.Run("admission policy", func(t *testing.T) {
+		// config/rbac/workload's, as etcdfleetctl register applies it, and
+		// the chart's, each guarding its own ServiceAccount.
+		admissionPolicyHolds(ctx, t, w1, wc, systemNS, "etcdfleet-workload")
+		admissionPolicyHolds(ctx, t, w1, wc, wlNS, wlRelease+"-etcdfleet-workload")
+	}) && ok
 	if !ok {
 		return
 	}
+	// With the admission policy of config/rbac/workload in force.
 	t.Run("manager with the charts' identities heals a reboot", func(t *testing.T) {
 		managerHealsReboot(ctx, t, f, mc, wc)
 	})

@@ -146,9 +146,10 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 		t.Errorf("binding %+v %+v, want ClusterRole %s to %+v", binding.RoleRef, binding.Subjects, role.Name, wantSubjects)
 	}
 	find(t, cfgObjs, "Namespace", systemNS)
-	token := find(t, cfgObjs, "Secret", "etcdfleet-token")
-	if token.GetAnnotations()[corev1.ServiceAccountNameKey] != saName {
-		t.Errorf("token Secret annotations %v", token.GetAnnotations())
+	for _, o := range cfgObjs {
+		if o.GetKind() == "Secret" {
+			t.Errorf("config/rbac/workload applies Secret %s: no never-expiring token by default", o.GetName())
+		}
 	}
 
 	objs := mustTemplate(t, workloadChart, workloadRelease, systemNS)
@@ -164,10 +165,12 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 	if got := find(t, objs, "ServiceAccount", saName).GetNamespace(); got != systemNS {
 		t.Errorf("chart ServiceAccount in %q", got)
 	}
-	chartToken := find(t, objs, "Secret", "etcdfleet-token")
-	if chartToken.GetAnnotations()[corev1.ServiceAccountNameKey] != saName || chartToken.Object["type"] != string(corev1.SecretTypeServiceAccountToken) {
-		t.Errorf("chart token Secret %v", chartToken.Object)
+	for _, o := range objs {
+		if o.GetKind() == "Secret" {
+			t.Errorf("the chart renders Secret %s by default: no never-expiring token unless asked", o.GetName())
+		}
 	}
+	sameAdmissionPolicy(t, cfgObjs, objs)
 	// The provider's pre-flight asks for a subset of what is granted.
 	granted := map[perm]bool{}
 	for _, p := range workloadPerms {
@@ -184,12 +187,11 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 			}
 		}
 	}
-	// Without the token Secret.
-	objs = mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "tokenSecret.create=false")
-	for _, o := range objs {
-		if o.GetKind() == "Secret" {
-			t.Errorf("tokenSecret.create=false still renders Secret %s", o.GetName())
-		}
+	// With the legacy token Secret, when asked for.
+	objs = mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "tokenSecret.create=true")
+	chartToken := find(t, objs, "Secret", "etcdfleet-token")
+	if chartToken.GetAnnotations()[corev1.ServiceAccountNameKey] != saName || chartToken.Object["type"] != string(corev1.SecretTypeServiceAccountToken) {
+		t.Errorf("chart token Secret %v", chartToken.Object)
 	}
 }
 

@@ -49,6 +49,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"--set", "serviceAccount.name=Bad_Name"},
 		{"--set", "tokenSecret.create=maybe"},
 		{"--set", "typo=1"},
+		{"--set", "watchNamespaces={Bad_NS}"},
+		{"--set", "watchNamespaces={a,a}"},
+		{"--set", "admissionPolicy.allowedImages={quay.io/coreos/etcd:v3.6.0}"}, // a tag: repositories only
+		{"--set", "admissionPolicy.allowedImages={evil' || true || 'x}"},        // would break out of the CEL string
+		{"--set", "admissionPolicy.allowedImages=null"},
 	} {
 		if _, err := template(t, workloadChart, workloadRelease, systemNS, bad...); err == nil || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("workload chart: %s: want a schema error, got %v", strings.Join(bad, " "), err)

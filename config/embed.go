@@ -23,10 +23,14 @@ func WorkloadCRDs() [][]byte { return readDir(workloadFS, "crd/workload") }
 
 // workloadRBAC lists the RBAC files etcdfleetctl applies, in order (the
 // kustomization and the optional long-lived token Secret are not applied).
-var workloadRBAC = []string{"namespace.yaml", "service_account.yaml", "cluster_role.yaml", "cluster_role_binding.yaml"}
+// The admission policy comes last: its params (the ConfigMap, the
+// EtcdCluster CRD) exist by then.
+var workloadRBAC = []string{"namespace.yaml", "service_account.yaml", "cluster_role.yaml", "cluster_role_binding.yaml",
+	"admission_policy.yaml"}
 
 // WorkloadManifests returns the workload-side manifests in apply order:
-// the CRDs, then the RBAC (namespace, ServiceAccount, ClusterRole, binding).
+// the CRDs, then the RBAC (namespace, ServiceAccount, ClusterRole, binding)
+// and the admission policy.
 func WorkloadManifests() [][]byte {
 	out := WorkloadCRDs()
 	for _, f := range workloadRBAC {

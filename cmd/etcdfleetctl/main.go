@@ -36,6 +36,7 @@ func registerCmd() *cobra.Command {
 	var m mgmtFlags
 	var kubeconfig, kctx, server string
 	var ttl time.Duration
+	var watch, images []string
 	c := &cobra.Command{
 		Use:   "register NAME",
 		Short: "Install etcdfleet's CRDs and least-privilege RBAC in a workload cluster and register it by Secret (again: rotates the token)",
@@ -50,24 +51,29 @@ func registerCmd() *cobra.Command {
 				return err
 			}
 			return ctl.Register(cmd.Context(), ctl.RegisterOptions{Name: args[0], Workload: wl, Management: mg,
-				Namespace: m.namespace, TokenDuration: ttl, Server: server, Out: cmd.OutOrStdout()})
+				Namespace: m.namespace, TokenDuration: ttl, WatchNamespaces: watch, AllowedImages: images, Server: server, Out: cmd.OutOrStdout()})
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster, with rights to install CRDs and RBAC (default $KUBECONFIG or ~/.kube/config)")
 	c.Flags().StringVar(&kctx, "context", "", "context of the workload cluster in that kubeconfig")
 	c.Flags().StringVar(&server, "server", "", "workload apiserver URL as the manager reaches it (default: the one in --kubeconfig)")
-	c.Flags().DurationVar(&ttl, "token-duration", 365*24*time.Hour, "lifetime of the minted ServiceAccount token; re-run register before it expires")
+	c.Flags().DurationVar(&ttl, "token-duration", ctl.DefaultTokenDuration,
+		"lifetime asked for the minted ServiceAccount token (the apiserver may grant less); re-run register before it expires to rotate it, which revokes the previous token")
+	c.Flags().StringSliceVar(&watch, "watch-namespaces", nil,
+		"namespaced mode: grant the manager its rights only in these namespaces (RoleBindings) and scope its caches to them (default: the whole cluster)")
+	c.Flags().StringSliceVar(&images, "allowed-images", nil,
+		"image repositories the admission policy lets etcdfleet's Pods run, replacing the defaults (etcd's official images and etcdfleet's own); list your mirrors, including the manager's agentImage")
 	m.bind(c)
 	return c
 }
 
 func unregisterCmd() *cobra.Command {
 	var m mgmtFlags
-	var removeRBAC bool
+	var removeRBAC, revoke bool
 	var kubeconfig, kctx string
 	c := &cobra.Command{
 		Use:   "unregister NAME",
-		Short: "Delete a cluster's registration Secret; the manager disengages it",
+		Short: "Delete a cluster's registration Secret (the manager disengages it) and revoke its token",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mg, err := m.config()
@@ -75,17 +81,19 @@ func unregisterCmd() *cobra.Command {
 				return err
 			}
 			o := ctl.UnregisterOptions{Name: args[0], Management: mg, Namespace: m.namespace, Out: cmd.OutOrStdout()}
-			if removeRBAC {
+			if revoke || removeRBAC {
 				if o.Workload, err = ctl.RESTConfig(kubeconfig, kctx); err != nil {
 					return err
 				}
 			}
+			o.RemoveRBAC = removeRBAC
 			return ctl.Unregister(cmd.Context(), o)
 		},
 	}
-	c.Flags().BoolVar(&removeRBAC, "remove-workload-rbac", false, "also remove the manager's ServiceAccount and RBAC from the workload cluster")
-	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster (with --remove-workload-rbac)")
-	c.Flags().StringVar(&kctx, "context", "", "context of the workload cluster (with --remove-workload-rbac)")
+	c.Flags().BoolVar(&revoke, "revoke", true, "revoke the registered token on the workload cluster (needs --kubeconfig/--context of it); --revoke=false leaves it valid until it expires")
+	c.Flags().BoolVar(&removeRBAC, "remove-workload-rbac", false, "also remove the manager's ServiceAccount, RBAC and admission policy from the workload cluster")
+	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster, with rights to delete Secrets in etcdfleet-system (default $KUBECONFIG or ~/.kube/config)")
+	c.Flags().StringVar(&kctx, "context", "", "context of the workload cluster in that kubeconfig")
 	m.bind(c)
 	return c
 }

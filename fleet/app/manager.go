@@ -170,8 +170,8 @@ func (f *Fleet) newCluster(c settings.Config) func(context.Context, string, clus
 func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.Options {
 	return kubeconfigsecret.Options{
 		Namespace: c.Namespace, Label: fleetv1.RegistrationLabel, Key: fleetv1.KubeconfigKey,
-		PausedAnnotation: fleetv1.PausedAnnotation,
-		QPS:              float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
+		PausedAnnotation: fleetv1.PausedAnnotation, NamespacesAnnotation: fleetv1.WatchNamespacesAnnotation,
+		QPS: float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
 		PreflightTimeout: c.Clusters.PreflightTimeout, ProbeInterval: c.Clusters.ProbeInterval,
 		ProbeTimeout: c.Clusters.ProbeTimeout, FailureThreshold: c.Clusters.FailureThreshold,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {

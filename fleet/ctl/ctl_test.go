@@ -144,10 +144,12 @@ var _ = Describe("register", Ordered, func() {
 		var out bytes.Buffer
 		w1 := fleet.Cluster("w1")
 		Expect(ctl.Unregister(ctx, ctl.UnregisterOptions{Name: "w1", Management: fleet.Cluster("mgmt").Config, Namespace: ns,
-			Workload: w1.Config, Out: &out})).To(Succeed())
+			Workload: w1.Config, RemoveRBAC: true, Out: &out})).To(Succeed())
 		_, err := fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, "w1", metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		_, err = w1.Clientset.CoreV1().ServiceAccounts(ctl.WorkloadNamespace).Get(ctx, ctl.WorkloadSA, metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		_, err = w1.Clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, ctl.PodsPolicy, metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		err = ctl.Unregister(ctx, ctl.UnregisterOptions{Name: "w1", Management: fleet.Cluster("mgmt").Config, Namespace: ns, Out: &out})
 		Expect(err).To(MatchError(ContainSubstring("not registered")))

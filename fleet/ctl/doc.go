@@ -4,12 +4,24 @@
 // # Register
 //
 // On the workload cluster, with the caller's own credentials: apply the
-// EtcdCluster/EtcdMember CRDs and the manager's least-privilege RBAC (a
-// ServiceAccount, a ClusterRole and its binding, from config/rbac/workload),
-// then mint a token for that ServiceAccount with the TokenRequest API.
-// On the management cluster: write the labelled kubeconfig Secret holding
-// only the workload server, its CA and that token — never the credentials
-// used to run the command. Running it again rotates the token.
+// EtcdCluster/EtcdMember CRDs, the manager's least-privilege RBAC (a
+// ServiceAccount and a ClusterRole from config/rbac/workload, bound by a
+// ClusterRoleBinding, or by RoleBindings in --watch-namespaces only) and the
+// admission policy that admits only etcdfleet-shaped Pods from that
+// ServiceAccount; then create a registration Secret labelled
+// RegistrationOfLabel=NAME and mint a token of the ServiceAccount bound to
+// it (TokenRequest boundObjectRef). On the management cluster: write the
+// labelled kubeconfig Secret holding only the workload server, its CA (read
+// from a certificate-authority file if need be) and that token, annotated
+// with the granted expiry and the watched namespaces — never the
+// credentials used to run the command. Finally delete the earlier
+// registration Secrets of NAME, which revokes their tokens.
+//
+// # Unregister
+//
+// Delete the management Secret; with the workload cluster's config, delete
+// NAME's registration Secrets (revoking the token) and, on request, the
+// ServiceAccount, bindings and admission policy.
 //
 // One cluster, one registration: register reads the workload cluster's
 // identity (its kube-system Namespace UID, as the manager does) and refuses
@@ -21,6 +33,11 @@
 //
 // # Trade-offs
 //
-// Tokens from the TokenRequest API expire (default one year, see
-// --token-duration); re-run register before then, or sooner to rotate.
+// Tokens expire (DefaultTokenDuration, 30 days): run register again before
+// then, which is also how to rotate. The new token is stored before the old
+// is revoked, so the manager never holds a revoked token while a valid one
+// exists; if the revocation fails, register says so and a re-run finishes
+// it. A cluster is in one mode only: the ServiceAccount is shared by every
+// registration of that workload cluster, so registering it again in the
+// other mode switches all of them.
 package ctl

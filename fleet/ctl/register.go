@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,8 +36,18 @@ type RegisterOptions struct {
 	Workload, Management *rest.Config
 	// Namespace holds the registration Secrets on the management cluster.
 	Namespace string
-	// TokenDuration is the minted token's lifetime.
+	// TokenDuration is the lifetime asked of the minted token (default
+	// DefaultTokenDuration); the apiserver may grant less, and the granted
+	// expiry is what the Secret records.
 	TokenDuration time.Duration
+	// WatchNamespaces, when set, grant the manager its rights in these
+	// namespaces only (RoleBindings instead of the ClusterRoleBinding) and
+	// scope its caches for the cluster to them. Empty: the whole cluster.
+	WatchNamespaces []string
+	// AllowedImages replaces the image repositories the admission policy
+	// lets etcdfleet's Pods run (default: config/rbac/workload's, etcd's
+	// official images and etcdfleet's own). Name mirrors here.
+	AllowedImages []string
 	// Server overrides the workload apiserver URL written to the Secret, for
 	// when the manager reaches it at another address than the caller does.
 	Server string
@@ -48,6 +58,10 @@ type RegisterOptions struct {
 func Register(ctx context.Context, o RegisterOptions) error {
 	if o.Name == "" {
 		return errors.New("a cluster name is required")
+	}
+	ca, err := caData(o.Workload)
+	if err != nil {
+		return err
 	}
 	wl, err := client.New(o.Workload, client.Options{})
 	if err != nil {
@@ -68,23 +82,68 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "applying etcdfleet CRDs and RBAC to the workload cluster\n")
-	if err := config.Apply(ctx, wl, fieldManager, config.WorkloadManifests()); err != nil {
-		return explain("workload cluster", err)
-	}
-	token, err := mintToken(ctx, o)
-	if err != nil {
-		return explain("workload cluster", err)
-	}
-	kc, err := kubeconfig(o.Name, server, o.Workload.CAData, token)
+	namespaces := normalizeNamespaces(o.WatchNamespaces)
+	manifests, err := withAllowedImages(config.WorkloadManifests(), o.AllowedImages)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "writing Secret %s/%s on the management cluster\n", o.Namespace, o.Name)
-	if err := writeSecret(ctx, mg, o.Namespace, o.Name, kc); err != nil {
-		return explain("management cluster", err)
+	if err := installWorkload(ctx, wl, manifests, namespaces, o.Out); err != nil {
+		return explain("workload cluster", err)
+	}
+	if err := rotate(ctx, wl, mg, o, kubeconfigFor(o.Name, server, ca), namespaces); err != nil {
+		return err
 	}
 	return explain("management cluster", recordClusterID(ctx, mg, o.Namespace, o.Name, id))
+}
+
+// rotate mints a new bound token, stores it in the registration Secret, and
+// only then revokes the earlier ones, so that the manager never holds a
+// revoked token while a valid one exists.
+func rotate(ctx context.Context, wl, mg client.Client, o RegisterOptions, kubeconfig func(token string) ([]byte, error), namespaces []string) error {
+	if o.TokenDuration == 0 {
+		o.TokenDuration = DefaultTokenDuration
+	}
+	tok, err := mintBoundToken(ctx, wl, o.Workload, o.Name, o.TokenDuration)
+	if err != nil {
+		return explain("workload cluster", err)
+	}
+	kc, err := kubeconfig(tok.value)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "writing Secret %s/%s on the management cluster (token expires %s)\n",
+		o.Namespace, o.Name, tok.expiresAt.UTC().Format(time.RFC3339))
+	if err := writeSecret(ctx, mg, o.Namespace, o.Name, kc, tok.expiresAt, namespaces); err != nil {
+		// The new token is not stored anywhere: revoke it, keep the old.
+		return errors.Join(explain("management cluster", err), client.IgnoreNotFound(wl.Delete(ctx, tok.boundTo)))
+	}
+	revoked, err := revokeTokens(ctx, wl, o.Name, tok.boundTo)
+	if err != nil {
+		return explain("workload cluster", fmt.Errorf("the new token is registered, but revoking the previous ones failed (re-run register): %w", err))
+	}
+	if len(revoked) > 0 {
+		fmt.Fprintf(o.Out, "revoked the previous token: removed Secret %s/%s, which it was bound to, from the workload cluster\n",
+			WorkloadNamespace, strings.Join(revoked, ", "))
+	}
+	return nil
+}
+
+// installWorkload applies manifests, the CRDs, RBAC and admission policy,
+// with the RBAC bound cluster-wide or in namespaces.
+func installWorkload(ctx context.Context, wl client.Client, manifests [][]byte, namespaces []string, out io.Writer) error {
+	where := "the whole cluster"
+	if len(namespaces) > 0 {
+		var err error
+		if manifests, err = withoutClusterBinding(manifests); err != nil {
+			return err
+		}
+		where = "namespaces " + strings.Join(namespaces, ", ")
+	}
+	fmt.Fprintf(out, "applying etcdfleet CRDs, RBAC (for %s) and admission policy to the workload cluster\n", where)
+	if err := config.Apply(ctx, wl, fieldManager, manifests); err != nil {
+		return err
+	}
+	return bindRBAC(ctx, wl, namespaces)
 }
 
 // checkCollision refuses to overwrite the registration of another cluster.
@@ -108,22 +167,12 @@ func checkCollision(ctx context.Context, mg client.Client, ns, name, server stri
 	return nil
 }
 
-func mintToken(ctx context.Context, o RegisterOptions) (string, error) {
-	cs, err := clientsetFor(o.Workload)
-	if err != nil {
-		return "", err
-	}
-	secs := int64(o.TokenDuration.Seconds())
-	tr, err := cs.CoreV1().ServiceAccounts(WorkloadNamespace).CreateToken(ctx, WorkloadSA, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("mint a token for %s/%s: %w", WorkloadNamespace, WorkloadSA, err)
-	}
-	return tr.Status.Token, nil
+// kubeconfigFor returns the kubeconfig of a token: only the server, its CA
+// and the ServiceAccount token.
+func kubeconfigFor(name, server string, ca []byte) func(token string) ([]byte, error) {
+	return func(token string) ([]byte, error) { return kubeconfig(name, server, ca, token) }
 }
 
-// kubeconfig holds only the server, its CA and the ServiceAccount token.
 func kubeconfig(name, server string, ca []byte, token string) ([]byte, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
@@ -133,7 +182,9 @@ func kubeconfig(name, server string, ca []byte, token string) ([]byte, error) {
 	return clientcmd.Write(*kc)
 }
 
-func writeSecret(ctx context.Context, c client.Client, ns, name string, kc []byte) error {
+// writeSecret writes the registration Secret: the kubeconfig, the token's
+// expiry and, in namespaced mode, the namespaces.
+func writeSecret(ctx context.Context, c client.Client, ns, name string, kc []byte, expires time.Time, namespaces []string) error {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := c.Create(ctx, nsObj); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 		return err
@@ -147,6 +198,14 @@ func writeSecret(ctx context.Context, c client.Client, ns, name string, kc []byt
 		s.Labels = map[string]string{}
 	}
 	s.Labels[fleetv1.RegistrationLabel] = "true"
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[fleetv1.TokenExpiresAtAnnotation] = expires.UTC().Format(time.RFC3339)
+	delete(s.Annotations, fleetv1.WatchNamespacesAnnotation)
+	if len(namespaces) > 0 {
+		s.Annotations[fleetv1.WatchNamespacesAnnotation] = strings.Join(namespaces, ",")
+	}
 	s.Data = map[string][]byte{fleetv1.KubeconfigKey: kc}
 	if apierrors.IsNotFound(err) {
 		return c.Create(ctx, s)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +19,13 @@ type UnregisterOptions struct {
 	Name       string
 	Management *rest.Config
 	Namespace  string
-	// Workload, when set, also removes the manager's ServiceAccount and RBAC
-	// there (the CRDs and etcd clusters stay).
+	// Workload, when set, revokes the registered token there (deleting the
+	// Secret it is bound to).
 	Workload *rest.Config
-	Out      io.Writer
+	// RemoveRBAC also removes the manager's ServiceAccount, RBAC bindings
+	// and admission policy from Workload (the CRDs and etcd clusters stay).
+	RemoveRBAC bool
+	Out        io.Writer
 }
 
 // Unregister deletes the registration Secret; the manager then disengages
@@ -45,7 +50,26 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 	if err != nil {
 		return explain("workload cluster", err)
 	}
+	revoked, err := revokeTokens(ctx, wl, o.Name, nil)
+	if err != nil {
+		return explain("workload cluster", err)
+	}
+	if len(revoked) == 0 {
+		fmt.Fprintf(o.Out, "found no token of %s to revoke on the workload cluster (is it the right one?)\n", o.Name)
+	} else {
+		fmt.Fprintf(o.Out, "revoked the token: removed Secret %s/%s, which it was bound to, from the workload cluster\n", WorkloadNamespace, strings.Join(revoked, ", "))
+	}
+	if !o.RemoveRBAC {
+		return nil
+	}
+	if err := removeRoleBindings(ctx, wl, nil); err != nil {
+		return explain("workload cluster", err)
+	}
 	for _, obj := range []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: PodsPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: PodSecretsPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: PodsPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: PodSecretsPolicy}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: WorkloadNamespace, Name: WorkloadSA}},
@@ -54,9 +78,14 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 			return explain("workload cluster", err)
 		}
 	}
-	fmt.Fprintf(o.Out, "removed the manager's ServiceAccount and RBAC from the workload cluster\n")
+	fmt.Fprintf(o.Out, "removed the manager's ServiceAccount, RBAC and admission policy from the workload cluster\n")
 	return nil
 }
 
-// WorkloadClusterRole names the manager's ClusterRole and its binding.
-const WorkloadClusterRole = "etcdfleet-workload"
+// Names of config/rbac/workload: the manager's ClusterRole and its
+// bindings, and the admission policies with their bindings.
+const (
+	WorkloadClusterRole = "etcdfleet-workload"
+	PodsPolicy          = "etcdfleet-workload-pods"
+	PodSecretsPolicy    = "etcdfleet-workload-pod-secrets"
+)

@@ -3,11 +3,13 @@ package kubeconfigsecret
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
@@ -202,18 +204,18 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 			return nil, classify(err, "prepare", red)
 		}
 	}
-	version, f := c.preflight(actx, cfg, red)
+	version, f := c.preflight(actx, cfg, red, spec.namespaces)
 	if f != nil {
 		return nil, f
 	}
 	if f := c.claimIdentity(actx, cfg, red); f != nil {
 		return nil, f
 	}
-	rights, ccfg, err := newRightsWatch(cfg)
+	rights, ccfg, err := newRightsWatch(cfg, spec.namespaces)
 	if err != nil {
 		return nil, classify(err, "access check client", red)
 	}
-	cl, err := cluster.New(ccfg, o.ClusterOptions...)
+	cl, err := cluster.New(ccfg, clusterOptions(o.ClusterOptions, spec.namespaces)...)
 	if err != nil {
 		return nil, classify(err, "create cluster", red)
 	}
@@ -364,4 +366,20 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 			})
 		}
 	}
+}
+
+// clusterOptions appends to opts, for a namespaced registration, the
+// option that scopes every cache of the cluster to namespaces: its
+// credentials may list and watch nowhere else.
+func clusterOptions(opts []cluster.Option, namespaces []string) []cluster.Option {
+	if len(namespaces) == 0 {
+		return opts
+	}
+	scoped := func(co *cluster.Options) {
+		co.Cache.DefaultNamespaces = map[string]crcache.Config{}
+		for _, ns := range namespaces {
+			co.Cache.DefaultNamespaces[ns] = crcache.Config{}
+		}
+	}
+	return append(slices.Clone(opts), scoped)
 }

@@ -42,6 +42,10 @@
 // MetricRightsMissing and a Warning Event MissingRights on the Secret; their
 // return in a Normal Event RightsRestored.
 //
+// Annotating it Options.NamespacesAnnotation: "a,b" registers credentials
+// granted in those namespaces only: the cluster's caches watch just them,
+// and pre-flight checks the permissions in each instead of cluster-wide.
+//
 // # Usage
 //
 //	opts := kubeconfigsecret.Options{

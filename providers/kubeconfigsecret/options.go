@@ -71,6 +71,14 @@ type Options struct {
 	// in its ClusterState (the cluster stays engaged and watched). Empty:
 	// no cluster is ever marked paused.
 	PausedAnnotation string
+	// NamespacesAnnotation, when set, names an annotation of the Secret
+	// listing namespaces, comma-separated: that cluster's caches then watch
+	// only those namespaces (cache.Options.DefaultNamespaces), and
+	// pre-flight checks AccessChecks in each of them instead of
+	// cluster-wide, for credentials granted by RoleBindings there. A
+	// Secret without the annotation is watched cluster-wide. Changing the
+	// annotation reconnects the cluster, like a new kubeconfig.
+	NamespacesAnnotation string
 	// ControllerName of the Secret controller on the local manager; default
 	// "kubeconfigsecret-<Namespace>" (unique per provider).
 	ControllerName string

@@ -27,7 +27,7 @@ import (
 // preflight checks, under PreflightTimeout, that the server answers (its
 // version) and that the credentials may do everything in AccessChecks.
 // Nothing is built or cached for the cluster before it passes.
-func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor) (string, *failure) {
+func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, namespaces []string) (string, *failure) {
 	d := c.p.opts.PreflightTimeout
 	ctx, cancel := context.WithTimeout(actx, d)
 	defer cancel()
@@ -53,7 +53,7 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor) (
 		return "", &failure{reason: ReasonMissingAPI, msg: "pre-flight: the API server does not serve " +
 			strings.Join(missing, ", ") + " (are the etcdfleet CRDs installed in the workload cluster?)"}
 	}
-	denied, err := checkAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(), c.p.opts.AccessChecks)
+	denied, err := checkAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(), c.p.opts.AccessChecks, namespaces)
 	if err != nil {
 		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: access checks did not finish within %s", d),
 			"pre-flight: access check", red)
@@ -132,9 +132,28 @@ func unservedKinds(ctx context.Context, rc rest.Interface, gvks []schema.GroupVe
 }
 
 // checkAccess asks one SelfSubjectAccessReview per check and verb, all at
-// once, cluster-wide (the workload caches are not namespaced). It returns
-// the denied permissions, sorted, or the first error.
-func checkAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck) ([]string, error) {
+// once, cluster-wide, or in each of namespaces when the cluster's caches are
+// scoped to them. It returns the denied permissions, sorted, or the first
+// error.
+func checkAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, namespaces []string) ([]string, error) {
+	if len(namespaces) == 0 {
+		return checkAccessIn(ctx, ssar, checks, "")
+	}
+	var out []string
+	for _, ns := range namespaces {
+		denied, err := checkAccessIn(ctx, ssar, checks, ns)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range denied {
+			out = append(out, d+" in namespace "+ns)
+		}
+	}
+	return out, nil
+}
+
+// checkAccessIn checks in namespace ns ("": cluster-wide).
+func checkAccessIn(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, ns string) ([]string, error) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -148,7 +167,7 @@ func checkAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAcce
 				defer wg.Done()
 				r, err := ssar.Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 					Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Verb: verb, Group: ch.Group, Resource: ch.Resource, Subresource: ch.Subresource,
+						Verb: verb, Group: ch.Group, Resource: ch.Resource, Subresource: ch.Subresource, Namespace: ns,
 					}},
 				}, metav1.CreateOptions{})
 				mu.Lock()

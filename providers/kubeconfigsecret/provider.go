@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -64,6 +66,9 @@ type secretSpec struct {
 	hash    string
 	invalid string // why data is unusable, if it is
 	paused  bool
+	// namespaces, when not empty, scope the cluster's caches and pre-flight
+	// (Options.NamespacesAnnotation).
+	namespaces []string
 }
 
 // New returns a Provider; call SetupWithManager before starting the
@@ -180,7 +185,14 @@ func (p *Provider) specOf(sec *corev1.Secret) secretSpec {
 	case len(data) == 0:
 		s.invalid = fmt.Sprintf("the Secret's data key %q is empty", p.opts.Key)
 	default:
-		s.data, s.hash = data, hashOf(data)
+		s.data = data
+	}
+	if p.opts.NamespacesAnnotation != "" {
+		s.namespaces = SplitNamespaces(sec.Annotations[p.opts.NamespacesAnnotation])
+	}
+	if s.data != nil {
+		// The namespaces are part of what a connection is built from.
+		s.hash = hashOf(append(append([]byte(nil), data...), []byte("\x00"+strings.Join(s.namespaces, ","))...))
 	}
 	return s
 }
@@ -384,4 +396,17 @@ func watchedGVKs(o Options) ([]schema.GroupVersionKind, error) {
 		out = append(out, gvk)
 	}
 	return out, nil
+}
+
+// SplitNamespaces parses the value of Options.NamespacesAnnotation: a
+// comma-separated list, without blanks and duplicates, sorted.
+func SplitNamespaces(v string) []string {
+	var out []string
+	for _, ns := range strings.Split(v, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

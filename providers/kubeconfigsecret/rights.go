@@ -32,6 +32,9 @@ const forbiddenSpacing = time.Second
 // rightsWatch re-checks an engaged cluster's AccessChecks.
 type rightsWatch struct {
 	ssar authorizationv1client.SelfSubjectAccessReviewInterface
+	// namespaces scope the checks as the cluster's caches are scoped
+	// (Options.NamespacesAnnotation); none: cluster-wide.
+	namespaces []string
 	// forbidden receives a signal when a request of the cluster's clients
 	// is answered 403; it never blocks the request.
 	forbidden chan struct{}
@@ -42,12 +45,12 @@ type rightsWatch struct {
 // newRightsWatch returns the watch and the config the cluster's clients
 // (cache, reconcilers) are built from: cfg with a transport wrapper that
 // signals every 403. The access reviews themselves use an unwrapped copy.
-func newRightsWatch(cfg *rest.Config) (*rightsWatch, *rest.Config, error) {
+func newRightsWatch(cfg *rest.Config, namespaces []string) (*rightsWatch, *rest.Config, error) {
 	ac, err := authorizationv1client.NewForConfig(rest.CopyConfig(cfg))
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &rightsWatch{ssar: ac.SelfSubjectAccessReviews(), forbidden: make(chan struct{}, 1)}
+	w := &rightsWatch{ssar: ac.SelfSubjectAccessReviews(), namespaces: namespaces, forbidden: make(chan struct{}, 1)}
 	wrapped := rest.CopyConfig(cfg)
 	wrapped.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &forbiddenNotifier{rt: rt, signal: w.forbidden} })
 	return w, wrapped, nil
@@ -79,7 +82,7 @@ func (c *conn) checkRights(actx context.Context, s *session) {
 	w.last = time.Now()
 	ctx, cancel := context.WithTimeout(actx, c.p.opts.ProbeTimeout)
 	defer cancel()
-	denied, err := checkAccess(ctx, w.ssar, c.p.opts.AccessChecks)
+	denied, err := checkAccess(ctx, w.ssar, c.p.opts.AccessChecks, w.namespaces)
 	if err != nil {
 		c.log.V(1).Info("Access check failed", "error", s.red.redact(err.Error()))
 		return

@@ -45,6 +45,7 @@ const (
 	testLabel  = "test.example/workload-kubeconfig"
 	testKey    = "kubeconfig"
 	testPaused = "test.example/paused"
+	testNSList = "test.example/namespaces"
 )
 
 var (
@@ -61,21 +62,22 @@ var (
 // longer than the few seconds in which a healthy cluster must engage, so a
 // hung cluster is visibly stuck in pre-flight meanwhile.
 var testOptions = kubeconfigsecret.Options{
-	Namespace:        secretNS,
-	Label:            testLabel,
-	Key:              testKey,
-	PausedAnnotation: testPaused,
-	Scheme:           operator.Scheme(),
-	WatchedKinds:     operator.WatchedKinds(),
-	AccessChecks:     accessChecks(operator.PortForward),
-	PreflightTimeout: 6 * time.Second,
-	SyncTimeout:      15 * time.Second,
-	ProbeInterval:    250 * time.Millisecond,
-	ProbeTimeout:     time.Second,
-	FailureThreshold: 3,
-	Backoff:          wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Cap: 2 * time.Second},
-	ClusterOptions:   []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = operator.CacheByObject() }},
-	OnChange:         hist.record,
+	Namespace:            secretNS,
+	Label:                testLabel,
+	Key:                  testKey,
+	PausedAnnotation:     testPaused,
+	NamespacesAnnotation: testNSList,
+	Scheme:               operator.Scheme(),
+	WatchedKinds:         operator.WatchedKinds(),
+	AccessChecks:         accessChecks(operator.PortForward),
+	PreflightTimeout:     6 * time.Second,
+	SyncTimeout:          15 * time.Second,
+	ProbeInterval:        250 * time.Millisecond,
+	ProbeTimeout:         time.Second,
+	FailureThreshold:     3,
+	Backoff:              wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Cap: 2 * time.Second},
+	ClusterOptions:       []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = operator.CacheByObject() }},
+	OnChange:             hist.record,
 }
 
 // accessChecks are memberctl's permissions in the provider's type, as the

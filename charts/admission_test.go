@@ -1,0 +1,175 @@
+package charts_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+// memberPod is the Pod memberctl builds for member name of EtcdCluster ec,
+// with the controller reference Sync adds.
+func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
+	m := &etcdv1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: name, UID: types.UID("uid-" + name)},
+		Spec: etcdv1.EtcdMemberSpec{ClusterName: ec.Name, Version: ec.Spec.Version, Storage: ec.Spec.Storage,
+			Bootstrap: true, InitialCluster: name + "=http://" + name + ":2380", ClusterToken: "t"},
+	}
+	if tls := ec.Spec.TLS; tls != nil {
+		m.Spec.TLS = &etcdv1.MemberTLS{ClientServerSecretRef: tls.Client.ServerSecretRef.Name, PeerSecretRef: tls.Peer.SecretRef.Name}
+	}
+	p := pod.Build(m, pod.BuildOptions{AgentImage: settings.Default().AgentImage})
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember",
+		Name: m.Name, UID: m.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	return p
+}
+
+func tlsCluster(ns, name string) *etcdv1.EtcdCluster {
+	ec := e2eutil.NewEtcdCluster(ns, name, 3, false)
+	ec.Spec.TLS = &etcdv1.TLSSpec{
+		Client: &etcdv1.ClientTLSSpec{ServerSecretRef: corev1.LocalObjectReference{Name: name + "-server"}},
+		Peer:   &etcdv1.PeerTLSSpec{SecretRef: corev1.LocalObjectReference{Name: name + "-peer"}},
+	}
+	return ec
+}
+
+// escalations are Pods etcdfleet never builds, each one step from its own.
+func escalations(good *corev1.Pod) map[string]*corev1.Pod {
+	with := func(mutate func(p *corev1.Pod)) *corev1.Pod {
+		p := good.DeepCopy()
+		mutate(p)
+		return p
+	}
+	return map[string]*corev1.Pod{
+		"another namespace's ServiceAccount": with(func(p *corev1.Pod) {
+			p.Namespace, p.Spec.ServiceAccountName = "kube-system", "powerful"
+		}),
+		"another ServiceAccount": with(func(p *corev1.Pod) { p.Spec.ServiceAccountName = "powerful" }),
+		"a hostPath": with(func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+		}),
+		"a privileged container": with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
+			p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil // invalid with privileged
+		}),
+		"a host network":  with(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		"a foreign image": with(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "docker.io/library/busybox:1" }),
+		"a look-alike image": with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Image = strings.Replace(p.Spec.Containers[0].Image, "etcd:", "etcd-evil:", 1)
+		}),
+		"a Secret mount no EtcdCluster names": with(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "cloud-credentials" }),
+		"another cluster's TLS Secret":        with(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "adm-other-server" }),
+		"another workload's claim":            with(func(p *corev1.Pod) { p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "postgres-data" }),
+		"a token automount":                   with(func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }),
+		"no EtcdMember controller":            with(func(p *corev1.Pod) { p.OwnerReferences = nil }),
+		"no cluster label, to dodge the Secrets policy": with(func(p *corev1.Pod) {
+			delete(p.Labels, etcdv1.LabelCluster)
+			p.Spec.Volumes[1].Secret.SecretName = "cloud-credentials"
+		}),
+	}
+}
+
+// refused fails unless err is an admission refusal by policy.
+func refused(t *testing.T, what, policy string, err error) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), policy) {
+		t.Errorf("%s: want a refusal by ValidatingAdmissionPolicy %s, got %v", what, policy, err)
+	}
+}
+
+func dryRunCreate(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) error {
+	_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// admissionPolicyHolds proves, as the ServiceAccount policyPrefix's policy
+// guards (namespace saNS), that each escalation is refused and that the Pods
+// memberctl builds are admitted, while other users are not constrained.
+func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster, wc client.Client, saNS, policyPrefix string) {
+	// A namespace of its own: the manager that runs later must not see
+	// these EtcdClusters, which are deleted at the end (no finalizer yet).
+	ns := "admission-" + saNS
+	createNamespace(ctx, t, wc, ns, nil)
+	adm, other := tlsCluster(ns, "adm"), tlsCluster(ns, "adm-other")
+	mem := e2eutil.NewEtcdCluster(ns, "adm-mem", 1, true)
+	for _, ec := range []*etcdv1.EtcdCluster{adm, other, mem} {
+		mustCreate(ctx, t, wc, ec)
+		defer func() {
+			if err := wc.Delete(ctx, ec); err != nil {
+				t.Errorf("delete EtcdCluster %s: %v", ec.Name, err)
+			}
+		}()
+	}
+	// The ServiceAccounts the escalations run as exist: else the
+	// ServiceAccount admission plugin, not the policy, would refuse them.
+	for _, where := range []string{ns, "kube-system"} {
+		mustCreate(ctx, t, wc, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: where, Name: "powerful"}})
+	}
+	sa := saClientset(ctx, t, w1, saNS, saName)
+	good := memberPod(adm, "adm-0")
+	// The policies and their params reach the apiserver's admission
+	// informers asynchronously: wait until a foreign image is refused.
+	eventually(ctx, t, 30*time.Second, "the admission policy is enforced", func() error {
+		p := good.DeepCopy()
+		p.Spec.Containers[0].Image = "docker.io/library/busybox:1"
+		if err := dryRunCreate(ctx, sa, p); err == nil {
+			return fmt.Errorf("a foreign image is still admitted")
+		}
+		return nil
+	})
+	for what, p := range map[string]*corev1.Pod{"a TLS member's Pod": good, "a memory member's Pod": memberPod(mem, "adm-mem-0")} {
+		if err := dryRunCreate(ctx, sa, p); err != nil {
+			t.Errorf("%s, as memberctl builds it, is refused: %v", what, err)
+		}
+	}
+	for what, p := range escalations(good) {
+		policy := policyPrefix + "-pods"
+		switch what {
+		case "a Secret mount no EtcdCluster names", "another cluster's TLS Secret":
+			policy = policyPrefix + "-pod-secrets"
+		case "another namespace's ServiceAccount":
+			// Refused by both policies, and by the other install's Secrets
+			// policy too: that matches every labelled Pod before it looks
+			// at the requester, and kube-system has no EtcdCluster.
+			policy = "etcdfleet-workload-pod"
+		}
+		refused(t, what, policy, dryRunCreate(ctx, sa, p))
+	}
+
+	// Images may change in place: updates are held to the same shape.
+	if _, err := sa.CoreV1().Pods(ns).Create(ctx, good, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create etcdfleet's own Pod: %v", err)
+	}
+	patch := []byte(`[{"op":"replace","path":"/spec/containers/0/image","value":"docker.io/library/busybox:1"}]`)
+	refused(t, "an image changed in place", policyPrefix+"-pods",
+		ignore(sa.CoreV1().Pods(ns).Patch(ctx, good.Name, types.JSONPatchType, patch, metav1.PatchOptions{})))
+	if err := sa.CoreV1().Pods(ns).Delete(ctx, good.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+	// Anyone else is left alone, even in a namespace without EtcdClusters:
+	// the policies match etcdfleet's identity only.
+	foreign := escalations(good)["a foreign image"]
+	unlabelled := escalations(good)["another namespace's ServiceAccount"]
+	delete(unlabelled.Labels, etcdv1.LabelCluster)
+	unlabelled.Spec.ServiceAccountName = ""
+	for _, p := range []*corev1.Pod{foreign, unlabelled} {
+		if err := wc.Create(ctx, p, client.DryRunAll); err != nil {
+			t.Errorf("an administrator's Pod in %s is refused: %v", p.Namespace, err)
+		}
+	}
+}

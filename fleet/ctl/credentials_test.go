@@ -1,0 +1,172 @@
+package ctl_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/ctl"
+)
+
+func registerWith(ctx context.Context, o ctl.RegisterOptions) (string, error) {
+	var out bytes.Buffer
+	o.Management, o.Namespace, o.Out = fleet.Cluster("mgmt").Config, ns, &out
+	if o.Workload == nil {
+		o.Workload = fleet.Cluster("w1").Config
+	}
+	err := ctl.Register(ctx, o)
+	return out.String(), err
+}
+
+// registrationSecrets lists the Secrets register bound name's tokens to.
+func registrationSecrets(ctx context.Context, name string) []corev1.Secret {
+	list, err := fleet.Cluster("w1").Clientset.CoreV1().Secrets(ctl.WorkloadNamespace).List(ctx,
+		metav1.ListOptions{LabelSelector: ctl.RegistrationOfLabel + "=" + name})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return list.Items
+}
+
+// rejected reports whether cfg's credentials are refused (401).
+func rejected(ctx context.Context, cfg *rest.Config) func() bool {
+	return func() bool {
+		cs, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{Limit: 1})
+		return apierrors.IsUnauthorized(err)
+	}
+}
+
+func annotations(ctx context.Context, name string) map[string]string {
+	s, err := fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return s.Annotations
+}
+
+// The apiserver caches token authentications for 10s, so a revoked token
+// is refused within that, hence the 30s bounds below.
+var _ = Describe("register's credentials", Ordered, func() {
+	It("records the expiry the apiserver granted and binds the token to a registration Secret", func(ctx SpecContext) {
+		before := time.Now()
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", TokenDuration: 2 * time.Hour})
+		Expect(err).NotTo(HaveOccurred())
+		exp, err := time.Parse(time.RFC3339, annotations(ctx, "cred")[fleetv1.TokenExpiresAtAnnotation])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exp).To(BeTemporally("~", before.Add(2*time.Hour), time.Minute))
+		Expect(registrationSecrets(ctx, "cred")).To(HaveLen(1))
+		Expect(can(ctx, registered(ctx, "cred"), "list", "", "pods", "", "")).To(BeTrue())
+		_, err = fleet.Cluster("w1").Clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, ctl.PodsPolicy, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "register installs the admission policy")
+	}, SpecTimeout(time.Minute))
+
+	It("revokes the previous token when run again", func(ctx SpecContext) {
+		old := registered(ctx, "cred")
+		oldSecret := registrationSecrets(ctx, "cred")[0].Name
+		out, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("revoked the previous token"))
+		Expect(registrationSecrets(ctx, "cred")).To(ConsistOf(Not(HaveField("Name", oldSecret))))
+		Eventually(rejected(ctx, old)).WithTimeout(30 * time.Second).Should(BeTrue())
+		Expect(rejected(ctx, registered(ctx, "cred"))()).To(BeFalse())
+		exp, err := time.Parse(time.RFC3339, annotations(ctx, "cred")[fleetv1.TokenExpiresAtAnnotation])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exp).To(BeTemporally("~", time.Now().Add(ctl.DefaultTokenDuration), time.Minute), "the default lifetime")
+	}, SpecTimeout(time.Minute))
+
+	It("honours a certificate-authority file and refuses a kubeconfig without a CA", func(ctx SpecContext) {
+		w1 := fleet.Cluster("w1").Config
+		caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+		Expect(os.WriteFile(caFile, w1.CAData, 0o600)).To(Succeed())
+		fromFile := rest.CopyConfig(w1)
+		fromFile.CAData, fromFile.CAFile = nil, caFile
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cafile", Workload: fromFile})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(registered(ctx, "cafile").CAData).To(Equal(w1.CAData))
+		Expect(rejected(ctx, registered(ctx, "cafile"))()).To(BeFalse(), "the registered kubeconfig verifies the server")
+
+		noCA := rest.CopyConfig(w1)
+		noCA.CAData = nil
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "noca", Workload: noCA})
+		Expect(err).To(MatchError(ContainSubstring("names no CA")))
+		insecure := rest.CopyConfig(noCA)
+		insecure.Insecure = true
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "noca", Workload: insecure})
+		Expect(err).To(MatchError(ContainSubstring("insecure-skip-tls-verify")))
+		_, err = fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, "noca", metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing registered")
+	}, SpecTimeout(time.Minute))
+
+	It("grants only the watched namespaces in namespaced mode, and switches back", func(ctx SpecContext) {
+		w1 := fleet.Cluster("w1")
+		for _, n := range []string{"team-a", "team-b"} {
+			_, err := w1.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", WatchNamespaces: []string{"missing"}})
+		Expect(err).To(MatchError(ContainSubstring(`watched namespace "missing" does not exist`)))
+
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", WatchNamespaces: []string{"team-a", " team-a"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(annotations(ctx, "cred")).To(HaveKeyWithValue(fleetv1.WatchNamespacesAnnotation, "team-a"))
+		cfg := registered(ctx, "cred")
+		Expect(can(ctx, cfg, "list", "", "pods", "", "team-a")).To(BeTrue())
+		Expect(can(ctx, cfg, "get", "", "secrets", "", "team-a")).To(BeTrue())
+		Expect(can(ctx, cfg, "list", "", "pods", "", "team-b")).To(BeFalse())
+		Expect(can(ctx, cfg, "get", "", "secrets", "", "team-b")).To(BeFalse())
+		Expect(can(ctx, cfg, "list", "", "pods", "", "")).To(BeFalse(), "nothing cluster-wide")
+
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(annotations(ctx, "cred")).NotTo(HaveKey(fleetv1.WatchNamespacesAnnotation))
+		_, err = w1.Clientset.RbacV1().RoleBindings("team-a").Get(ctx, ctl.WorkloadClusterRole, metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the namespaced grant is gone")
+		Expect(can(ctx, registered(ctx, "cred"), "list", "", "pods", "", "team-b")).To(BeTrue())
+	}, SpecTimeout(time.Minute))
+
+	It("names mirrors in the admission policy", func(ctx SpecContext) {
+		allowed := func() string {
+			p, err := fleet.Cluster("w1").Clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, ctl.PodsPolicy, metav1.GetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			for _, v := range p.Spec.Variables {
+				if v.Name == "allowedImages" {
+					return v.Expression
+				}
+			}
+			return ""
+		}
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"registry.example.com:5000/etcd", "registry.example.com/etcdfleet"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(allowed()).To(Equal("['registry.example.com:5000/etcd', 'registry.example.com/etcdfleet']"))
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"evil' || true || '"}})
+		Expect(err).To(MatchError(ContainSubstring("is not an image repository")))
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(allowed()).To(ContainSubstring("'quay.io/coreos/etcd'"), "the defaults again")
+	}, SpecTimeout(time.Minute))
+
+	It("unregister revokes the token", func(ctx SpecContext) {
+		for _, name := range []string{"cred", "cafile"} {
+			cfg := registered(ctx, name)
+			var out bytes.Buffer
+			Expect(ctl.Unregister(ctx, ctl.UnregisterOptions{Name: name, Management: fleet.Cluster("mgmt").Config, Namespace: ns,
+				Workload: fleet.Cluster("w1").Config, Out: &out})).To(Succeed())
+			Expect(out.String()).To(ContainSubstring("revoked the token"))
+			Expect(registrationSecrets(ctx, name)).To(BeEmpty())
+			Eventually(rejected(ctx, cfg)).WithTimeout(30 * time.Second).Should(BeTrue())
+		}
+		_, err := fleet.Cluster("w1").Clientset.CoreV1().ServiceAccounts(ctl.WorkloadNamespace).Get(ctx, ctl.WorkloadSA, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "without RemoveRBAC the ServiceAccount stays")
+	}, SpecTimeout(2*time.Minute))
+})
