@@ -60,6 +60,7 @@ type secretSpec struct {
 	hash    string
 	invalid string // why data is unusable, if it is
 	paused  bool
+	token   TokenLifetime // from data's JWT claims, zero if none
 }
 
 // New returns a Provider; call SetupWithManager before starting the
@@ -174,6 +175,7 @@ func (p *Provider) specOf(sec *corev1.Secret) secretSpec {
 		s.invalid = fmt.Sprintf("the Secret's data key %q is empty", p.opts.Key)
 	default:
 		s.data, s.hash = data, hashOf(data)
+		s.token, _ = tokenLifetimeOf(data)
 	}
 	return s
 }
@@ -202,8 +204,9 @@ func (p *Provider) upsert(name string, spec secretSpec) {
 	}
 	c = newConn(p, name, spec)
 	p.conns[name] = c
-	p.states[name] = &ClusterState{Name: name, Namespace: p.opts.Namespace, SecretUID: spec.uid,
-		Reason: ReasonConnecting, Message: "connecting", Paused: spec.paused}
+	p.states[name] = &ClusterState{Name: name, Namespace: p.opts.Namespace,
+		Reason: ReasonConnecting, Message: "connecting"}
+	p.states[name].fromSpec(spec)
 	setClusterCounts(p.opts.Namespace, p.states)
 	p.wg.Add(1)
 	p.mu.Unlock()
