@@ -126,7 +126,9 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 // the reconcilers to the manager.
 func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
 	local := f.Manager.GetLocalManager()
-	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, dashboardOptions(c))
+	do := dashboardOptions(c)
+	do.Recorder = local.GetEventRecorderFor("etcdfleet-dashboard")
+	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, do)
 	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}} {
 		if err := local.Add(r); err != nil {
 			return err
@@ -253,7 +255,8 @@ func (f *Fleet) Cluster(name string) (dashboard.ClusterInfo, bool) {
 func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
 	return dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
 		Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
-		LastProbeTime: s.LastProbeTime, Paused: s.Paused}
+		LastProbeTime: s.LastProbeTime, Paused: s.Paused,
+		TokenIssuedAt: s.Token.IssuedAt, TokenExpiresAt: s.Token.ExpiresAt}
 }
 
 // EtcdObjects implements dashboard.Source, from the cluster's cache.

@@ -20,6 +20,17 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionPaused is True while destructive actions are paused (Fleet spec.paused).
 	ConditionPaused = "Paused"
+	// ConditionCredentialsExpiring (FleetCluster only) is True when less than
+	// a fifth of the registration token's lifetime is left, or it expired;
+	// absent when the token states no lifetime (JWT iat or nbf, and exp).
+	ConditionCredentialsExpiring = "CredentialsExpiring"
+)
+
+// Reasons of ConditionCredentialsExpiring.
+const (
+	ReasonTokenValid    = "TokenValid"
+	ReasonTokenExpiring = "TokenExpiring"
+	ReasonTokenExpired  = "TokenExpired"
 )
 
 // Condition reasons. Controllers may add more; these are the common ones.
