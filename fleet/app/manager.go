@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/config"
@@ -106,7 +105,7 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 	mgr, err := mcmanager.New(restCfg, p, manager.Options{
 		Scheme:                  Scheme(),
 		Cache:                   cache.Options{ByObject: po.CacheByObject()},
-		Metrics:                 metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		Metrics:                 metricsOptions(c),
 		HealthProbeBindAddress:  c.HealthProbeBindAddress,
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        c.LeaderElectionID,

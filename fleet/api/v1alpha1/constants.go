@@ -62,4 +62,10 @@ const (
 	// PausedAnnotation set to "true" on the Secret pauses destructive
 	// actions in that cluster (it stays engaged and watched).
 	PausedAnnotation = "etcdfleet.io/paused"
+	// DefaultRegistrationNamespace holds the registration Secrets unless
+	// configured otherwise. It is not the namespace the manager is
+	// installed in: the manager may read every Secret here (RBAC cannot
+	// select by label), and the install namespace holds Helm's release
+	// Secrets.
+	DefaultRegistrationNamespace = "etcdfleet-clusters"
 )
