@@ -196,4 +196,3 @@ func freeAddr() string {
 	defer l.Close()
 	return l.Addr().String()
 }
-
