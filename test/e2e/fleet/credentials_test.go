@@ -72,13 +72,7 @@ func credentialSpecs() {
 		putSecret(ctx, bad, kubeconfigData(goodKubeconfig[bad]))
 
 		By("a rotation: a new ServiceAccount token replaces " + rotated + "'s credential")
-		ensureServiceAccount(ctx, rotated, "fleet-rotated", true)
-		kc, err := sb.Cluster(rotated).ServiceAccountKubeconfig(ctx, credsNS, "fleet-rotated", time.Hour)
-		Expect(err).NotTo(HaveOccurred())
-		engaged := engageCount()
-		putSecret(ctx, rotated, kubeconfigData(kc))
-		goodKubeconfig[rotated] = kc
-		Eventually(engageCount).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">", engaged))
+		kc := registerToken(ctx, rotated, "fleet-rotated")
 
 		By("a heal on the new token")
 		before := podUIDs(ctx, rotated)
@@ -104,6 +98,21 @@ func credentialSpecs() {
 			Expect(text).NotTo(ContainSubstring(proxyPassword), "%s shows the proxy password", where)
 		}
 	}, SpecTimeout(6*time.Minute))
+}
+
+// registerToken registers w with a fresh token of a cluster-admin
+// ServiceAccount sa (created if need be) as its good kubeconfig, waits for
+// the manager to engage w anew, and returns that kubeconfig.
+func registerToken(ctx SpecContext, w, sa string) []byte {
+	GinkgoHelper()
+	ensureServiceAccount(ctx, w, sa, true)
+	kc, err := sb.Cluster(w).ServiceAccountKubeconfig(ctx, credsNS, sa, time.Hour)
+	Expect(err).NotTo(HaveOccurred())
+	engaged := engageCount()
+	putSecret(ctx, w, kubeconfigData(kc))
+	goodKubeconfig[w] = kc
+	Eventually(engageCount).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">", engaged))
+	return kc
 }
 
 // editKubeconfig returns kc with fn applied to its cluster entries.

