@@ -176,7 +176,8 @@ const needleLen = 24
 
 // credentialNeedles cuts every token, client key and client certificate
 // of the kubeconfigs, as written and base64-encoded (how []byte values are
-// logged), into overlapping pieces of needleLen.
+// logged), into pieces of needleLen every needleLen/2 characters: any
+// piece of 35 characters or more of a credential contains one.
 func credentialNeedles(kcs [][]byte) map[string]bool {
 	GinkgoHelper()
 	needles := map[string]bool{}
@@ -217,7 +218,7 @@ func leaksIn(text string, needles map[string]bool) []string {
 	for i := 0; i+needleLen <= len(text); i++ {
 		if needles[text[i:i+needleLen]] {
 			out = append(out, text[i:i+needleLen])
-			i += needleLen - 1
+			i += needleLen - 1 // report each leak once, not per overlapping piece
 		}
 	}
 	return out
