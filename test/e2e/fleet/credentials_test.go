@@ -176,7 +176,7 @@ const needleLen = 24
 
 // credentialNeedles cuts every token, client key and client certificate
 // of the kubeconfigs, as written and base64-encoded (how []byte values are
-// logged), into pieces of needleLen every needleLen/2 characters: any
+// logged; at every alignment), into pieces of needleLen every needleLen/2 characters: any
 // piece of 35 characters or more of a credential contains one.
 func credentialNeedles(kcs [][]byte) map[string]bool {
 	GinkgoHelper()
@@ -191,7 +191,7 @@ func credentialNeedles(kcs [][]byte) map[string]bool {
 				if s == "" {
 					continue
 				}
-				for _, form := range []string{s, base64.StdEncoding.EncodeToString([]byte(s))} {
+				for _, form := range append([]string{s}, base64Forms(s)...) {
 					for _, line := range strings.Split(form, "\n") {
 						if strings.HasPrefix(line, "-----") {
 							continue
@@ -206,6 +206,21 @@ func credentialNeedles(kcs [][]byte) map[string]bool {
 	}
 	Expect(needles).NotTo(BeEmpty())
 	return needles
+}
+
+// base64Forms are s base64-encoded at each of the three byte alignments
+// it may have inside a larger encoded value (a whole kubeconfig logged as
+// []byte), without the characters the alignment prefix affects.
+func base64Forms(s string) []string {
+	var out []string
+	for shift := range 3 {
+		enc := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", shift) + s))
+		if shift > 0 {
+			enc = enc[4:]
+		}
+		out = append(out, enc)
+	}
+	return out
 }
 
 // leaksIn returns the needles found in text (and "PRIVATE KEY"), sliding

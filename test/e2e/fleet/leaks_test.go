@@ -31,9 +31,11 @@ func TestLeaksIn(t *testing.T) {
 	}
 	b64 := base64.StdEncoding.EncodeToString([]byte(key))
 	for name, leak := range map[string]string{
-		"token middle":     token[40:76],
-		"key line":         "MHcCAQEEIBb3xk1mZ2V5LWJ5dGVzLW9m",
-		"base64 key chunk": b64[30:66],
+		"token middle":                      token[40:76],
+		"key line":                          "MHcCAQEEIBb3xk1mZ2V5LWJ5dGVzLW9m",
+		"base64 key chunk":                  b64[30:66],
+		"whole kubeconfig logged as []byte": base64.StdEncoding.EncodeToString(append([]byte("a"), raw...)),
+		"shifted kubeconfig":                base64.StdEncoding.EncodeToString(append([]byte("ab"), raw...)),
 	} {
 		if got := leaksIn(clean+`{"msg":"oops `+leak+`"}`+clean, needles); len(got) == 0 {
 			t.Errorf("%s not found", name)
