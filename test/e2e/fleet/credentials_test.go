@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,17 +57,25 @@ func credentialSpecs() {
 
 		By("bad Secrets: insecure-skip-tls-verify, a proxy-url with a password, YAML that does not parse")
 		for _, c := range []struct {
-			kc     []byte
-			reason string
+			kc           []byte
+			reason, says string
 		}{
 			{editKubeconfig(goodKubeconfig[bad], func(cl *clientcmdapi.Cluster) { cl.InsecureSkipTLSVerify, cl.CertificateAuthorityData = true, nil }),
-				kubeconfigsecret.ReasonInsecureKubeconfig},
+				kubeconfigsecret.ReasonInsecureKubeconfig, "insecure-skip-tls-verify"},
 			{editKubeconfig(goodKubeconfig[bad], func(cl *clientcmdapi.Cluster) { cl.ProxyURL = "http://fleet:" + proxyPassword + "@127.0.0.1:1" }),
-				kubeconfigsecret.ReasonInsecureKubeconfig},
-			{corruptYAML(goodKubeconfig[bad]), kubeconfigsecret.ReasonInvalidKubeconfig},
+				kubeconfigsecret.ReasonInsecureKubeconfig, "proxy-url"},
+			{corruptYAML(goodKubeconfig[bad]), kubeconfigsecret.ReasonInvalidKubeconfig, "does not parse"},
 		} {
 			putSecret(ctx, bad, kubeconfigData(c.kc))
-			expectRow(ctx, bad, fleetv1.ConditionConnected, metav1.ConditionFalse, c.reason)
+			// Each Secret in turn: its own message, not the previous one's.
+			Eventually(func(g Gomega) string {
+				fc, err := row(ctx, bad)
+				g.Expect(err).NotTo(HaveOccurred())
+				cond := apimeta.FindStatusCondition(fc.Status.Conditions, fleetv1.ConditionConnected)
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Reason).To(Equal(c.reason))
+				return cond.Message
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(ContainSubstring(c.says))
 		}
 		putSecret(ctx, bad, kubeconfigData(goodKubeconfig[bad]))
 
