@@ -184,7 +184,8 @@ const needleLen = 24
 
 // credentialNeedles cuts every token, client key and client certificate
 // of the kubeconfigs, as written and base64-encoded (how []byte values are
-// logged; at every alignment), into pieces of needleLen every needleLen/2 characters: any
+// logged; at every alignment; once more for the *-data fields, which the
+// kubeconfig file holds encoded), into pieces of needleLen every needleLen/2 characters: any
 // piece of 35 characters or more of a credential contains one.
 func credentialNeedles(kcs [][]byte) map[string]bool {
 	GinkgoHelper()
@@ -199,7 +200,11 @@ func credentialNeedles(kcs [][]byte) map[string]bool {
 				if s == "" {
 					continue
 				}
-				for _, form := range append([]string{s}, base64Forms(s)...) {
+				// As written, base64-encoded, and base64-encoded as the
+				// kubeconfig file's *-data fields are, then again.
+				forms := append([]string{s}, base64Forms(s)...)
+				forms = append(forms, base64Forms(base64.StdEncoding.EncodeToString([]byte(s)))...)
+				for _, form := range forms {
 					for _, line := range strings.Split(form, "\n") {
 						if strings.HasPrefix(line, "-----") {
 							continue

@@ -19,7 +19,8 @@ func TestLeaksIn(t *testing.T) {
 	const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJlLWJ5dGVzLW9mLXRoZS10b2tlbg"
 	key := "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBb3xk1mZ2V5LWJ5dGVzLW9mLWEtY2xpZW50LWtleS10aGF0LW11c3Qtbm90\n-----END EC PRIVATE KEY-----\n"
 	kc := clientcmdapi.NewConfig()
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token, ClientKeyData: []byte(key)}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientKeyData: []byte(key)}
+	kc.AuthInfos["t"] = &clientcmdapi.AuthInfo{Token: token}
 	raw, err := clientcmd.Write(*kc)
 	if err != nil {
 		t.Fatal(err)
@@ -34,11 +35,24 @@ func TestLeaksIn(t *testing.T) {
 		"token middle":                      token[40:76],
 		"key line":                          "MHcCAQEEIBb3xk1mZ2V5LWJ5dGVzLW9m",
 		"base64 key chunk":                  b64[30:66],
-		"whole kubeconfig logged as []byte": base64.StdEncoding.EncodeToString(append([]byte("a"), raw...)),
+		"whole kubeconfig logged as []byte": base64.StdEncoding.EncodeToString(raw),
 		"shifted kubeconfig":                base64.StdEncoding.EncodeToString(append([]byte("ab"), raw...)),
+		"key-only kubeconfig as []byte":     base64.StdEncoding.EncodeToString(keyOnly(t, key)),
 	} {
 		if got := leaksIn(clean+`{"msg":"oops `+leak+`"}`+clean, needles); len(got) == 0 {
 			t.Errorf("%s not found", name)
 		}
 	}
+}
+
+// keyOnly is a kubeconfig whose one credential is a client key, which the
+// file holds base64-encoded.
+func keyOnly(t *testing.T, key string) []byte {
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientKeyData: []byte(key)}
+	raw, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
