@@ -51,12 +51,20 @@ var mgmtNamespacedPerms = join(
 )
 
 // mgmtClusterPerms are granted cluster-wide: the FleetCluster cache is not
-// namespaced, and the Fleet is cluster-scoped.
+// namespaced, the Fleet is cluster-scoped, and the secure metrics endpoint
+// reviews each scrape's token and rights (fleet/app/metricsserver.go). No
+// Events: the manager records them in the registration namespace only.
 var mgmtClusterPerms = join(
 	perms(fleetGroup, "fleetclusters", "get", "list", "watch"),
 	perms(fleetGroup, "fleets", "get", "list", "watch", "create"),
 	perms(fleetGroup, "fleets/status", "update"),
-	perms("", "events", "create", "patch"),
+	mgmtMetricsAuthPerms,
+)
+
+// mgmtMetricsAuthPerms are granted with metrics.secure only.
+var mgmtMetricsAuthPerms = join(
+	perms("authentication.k8s.io", "tokenreviews", "create"),
+	perms("authorization.k8s.io", "subjectaccessreviews", "create"),
 )
 
 // workloadPerms is what the manager does in a workload cluster, from the

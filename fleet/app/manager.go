@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/config"
@@ -106,7 +105,7 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 	mgr, err := mcmanager.New(restCfg, p, manager.Options{
 		Scheme:                  Scheme(),
 		Cache:                   cache.Options{ByObject: po.CacheByObject()},
-		Metrics:                 metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		Metrics:                 metricsOptions(c),
 		HealthProbeBindAddress:  c.HealthProbeBindAddress,
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        c.LeaderElectionID,
@@ -126,7 +125,9 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 // the reconcilers to the manager.
 func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
 	local := f.Manager.GetLocalManager()
-	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, dashboardOptions(c))
+	do := dashboardOptions(c)
+	do.Recorder = local.GetEventRecorderFor("etcdfleet-dashboard")
+	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, do)
 	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}} {
 		if err := local.Add(r); err != nil {
 			return err
@@ -271,7 +272,8 @@ func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
 	return dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
 		Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
 		LastProbeTime: s.LastProbeTime, Paused: s.Paused,
-		ClusterID: s.ClusterID, Duplicate: s.Reason == kubeconfigsecret.ReasonDuplicateCluster, MissingRights: missing}
+		ClusterID: s.ClusterID, Duplicate: s.Reason == kubeconfigsecret.ReasonDuplicateCluster, MissingRights: missing,
+		TokenIssuedAt: s.Token.IssuedAt, TokenExpiresAt: s.Token.ExpiresAt}
 }
 
 // EtcdObjects implements dashboard.Source, from the cluster's cache.
