@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -29,6 +30,8 @@ type MulticlusterOptions struct {
 	Clusters workload.Source
 	// Member tunes the EtcdMember reconciler.
 	Member etcdmember.Options
+	// Snapshot tunes the EtcdSnapshot reconciler.
+	Snapshot etcdsnapshot.Options
 	// Workers is MaxConcurrentReconciles of each controller.
 	Workers int
 	// Wake carries the gate's grants: a member whose turn came is
@@ -58,7 +61,7 @@ func (o MulticlusterOptions) controllerOptions() controller.TypedOptions[mcrecon
 	}
 }
 
-// SetupMulticluster registers the EtcdMember and EtcdCluster reconcilers
+// SetupMulticluster registers the EtcdMember, EtcdCluster and EtcdSnapshot reconcilers
 // for every cluster mgr engages, with the watches of workload.Kinds.
 func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 	m := &etcdmember.Reconciler{Clusters: o.Clusters, Options: o.Member}
@@ -74,12 +77,19 @@ func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 	})); err != nil {
 		return err
 	}
-	return controllerFor(mgr, workload.ClusterController).WithOptions(o.controllerOptions()).
+	if err := controllerFor(mgr, workload.ClusterController).WithOptions(o.controllerOptions()).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 			if o.ClusterReconciled != nil {
 				defer o.ClusterReconciled(string(req.ClusterName))
 			}
 			return c.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
+		})); err != nil {
+		return err
+	}
+	snaps := &etcdsnapshot.Reconciler{Clusters: o.Clusters, Options: o.Snapshot}
+	return controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions()).
+		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			return snaps.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
 		}))
 }
 

@@ -3,6 +3,7 @@ package workload
 import (
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -18,10 +19,11 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 )
 
-// The two reconcilers, by controller name.
+// The reconcilers, by controller name.
 const (
-	MemberController  = "etcdmember"
-	ClusterController = "etcdcluster"
+	MemberController   = "etcdmember"
+	ClusterController  = "etcdcluster"
+	SnapshotController = "etcdsnapshot"
 )
 
 // Kind is one kind the reconcilers use in a workload cluster and
@@ -67,6 +69,8 @@ func Kinds() []Kind {
 		{Object: &corev1.PersistentVolumeClaim{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
 		{Object: &corev1.Service{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
 		{Object: &policyv1.PodDisruptionBudget{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
+		{Object: &v1alpha1.EtcdSnapshot{}, Scope: namespaced, For: SnapshotController},
+		{Object: &batchv1.Job{}, Scope: namespaced, OwnedBy: []string{SnapshotController}, ManagedOnly: true},
 		{Object: &corev1.Secret{}, Scope: namespaced, Uncached: true},
 		// Written or read by name only, never watched.
 		{Object: &corev1.Event{}, Scope: namespaced},
