@@ -114,6 +114,13 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer cli.Close()
 
+	// etcd's snapshot stream carries no revision, so take the cluster's
+	// latest one just before: a linearizable read, so the snapshot that
+	// follows holds at least this revision.
+	rev, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return Result{}, fmt.Errorf("read etcd's revision: %w", err)
+	}
 	snap, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("start etcd snapshot: %w", err)
@@ -124,7 +131,10 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	if err := store.Put(ctx, counted); err != nil {
 		return Result{}, fmt.Errorf("store snapshot: %w", err)
 	}
-	res := Result{SizeBytes: counted.n, SHA256: hex.EncodeToString(h.Sum(nil)), Revision: snap.Header.Revision}
+	res := Result{SizeBytes: counted.n, SHA256: hex.EncodeToString(h.Sum(nil)), Revision: rev.Header.Revision}
+	if h := snap.Header; h != nil && h.Revision > res.Revision {
+		res.Revision = h.Revision
+	}
 	if err := verify(ctx, store, res); err != nil {
 		return Result{}, err
 	}
