@@ -69,7 +69,7 @@ func Settings(c *Config) []Setting {
 		{"metricsBindAddress", "metrics-bind-address", "Address of the Prometheus metrics endpoint (\"0\" disables it).", "metrics.bindAddress", &c.MetricsBindAddress},
 		{"healthProbeBindAddress", "health-probe-bind-address", "Address of the /healthz and /readyz endpoints.", "probes.bindAddress", &c.HealthProbeBindAddress},
 		{"leaderElection", "leader-elect", "Elect a leader so that only one replica acts; others stand by.", "leaderElection.enabled", &c.LeaderElection},
-		{"agentImage", "agent-image", "Image of the data-dir guard init container in memory-backed members' Pods; it must hold etcdfleet-agent, as the etcdfleet image does (mirror it for air-gapped registries).", "manager.agentImage", &c.AgentImage},
+		{"agentImage", "agent-image", "Image of the data-dir guard init container in memory-backed members' Pods and of EtcdSnapshot Jobs; it must hold etcdfleet-agent, as the etcdfleet image does (mirror it for air-gapped registries).", "manager.agentImage", &c.AgentImage},
 		{"ensureWorkloadCRDs", "ensure-workload-crds", "Install the etcd.etcdfleet.io CRDs (EtcdCluster, EtcdMember, EtcdSnapshot) in each workload cluster before engaging it (opt-in: needs CRD write permission there).", "manager.ensureWorkloadCRDs", &c.EnsureWorkloadCRDs},
 		{"leaderElectionID", "leader-election-id", "Name of the leader-election Lease (in the registration namespace).", "leaderElection.id", &c.LeaderElectionID},
 	}
