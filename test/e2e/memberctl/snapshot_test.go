@@ -58,7 +58,7 @@ var _ = Describe("EtcdSnapshot", Ordered, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(clients[cluster].Get(ctx, types.NamespacedName{Namespace: ns, Name: snap}, s)).To(Succeed())
 			g.Expect(s.Status.Phase.Terminal()).To(BeTrue(), "phase %q, conditions %+v", s.Status.Phase, s.Status.Conditions)
-		}).WithTimeout(2*time.Minute).WithPolling(500*time.Millisecond).Should(Succeed())
+		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(s.Status.Phase).To(Equal(v1alpha1.SnapshotComplete), "conditions %+v", s.Status.Conditions)
 		Expect(s.Status.Artifact).NotTo(BeNil())
 		Expect(s.Status.Artifact.Revision).To(BeNumerically(">=", 200), "200 keys were written before")
