@@ -50,11 +50,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.Status.Phase.Terminal() || s.DeletionTimestamp != nil {
+		observeComplete(cl.Name, s)
 		return ctrl.Result{}, nil
 	}
 	st := &run{o: r.Options, cl: cl, s: s, orig: s.DeepCopy()}
 	res, err := st.step(ctx)
-	if werr := st.writeStatus(ctx); werr != nil && err == nil {
+	werr := st.writeStatus(ctx)
+	if werr == nil && s.Status.Phase.Terminal() {
+		countFinal(cl.Name, s)
+		observeComplete(cl.Name, s)
+	}
+	if werr != nil && err == nil {
 		err = werr
 	}
 	return res, err
