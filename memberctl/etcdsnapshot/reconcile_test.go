@@ -79,10 +79,12 @@ func readyReason(s *v1alpha1.EtcdSnapshot) string {
 	return c.Reason
 }
 
-// runningMember creates an EtcdMember of cluster main with a Pod name, as
-// the member controller leaves it.
-func runningMember(ctx context.Context, ns string) {
+// runningCluster creates EtcdCluster main and one EtcdMember of it with a
+// Pod name, as the member controller leaves it.
+func runningCluster(ctx context.Context, ns string) {
 	GinkgoHelper()
+	Expect(env.Client.Create(ctx, &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
+		Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}})).To(Succeed())
 	m := &v1alpha1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-a",
 		Labels: map[string]string{v1alpha1.LabelCluster: "main"}},
 		Spec: v1alpha1.EtcdMemberSpec{ClusterName: "main", Version: "3.6.5",
@@ -101,9 +103,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotPending))
 		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonClusterNotFound))
 
-		Expect(env.Client.Create(ctx, &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
-			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}})).To(Succeed())
-		runningMember(ctx, ns)
+		runningCluster(ctx, ns)
 		got = reconcileOnce(ctx, s)
 		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotStarted))
 		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonJobCreated))
@@ -125,9 +125,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonSnapshotJobLost))
 
 		// Sticky: with the cluster there now, nothing is started again.
-		Expect(env.Client.Create(ctx, &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
-			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}})).To(Succeed())
-		runningMember(ctx, ns)
+		runningCluster(ctx, ns)
 		got = reconcileOnce(ctx, s)
 		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotFailed))
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, &batchv1.Job{})
@@ -136,9 +134,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 
 	It("records the artifact from the succeeded Pod's termination message", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		Expect(env.Client.Create(ctx, &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
-			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}})).To(Succeed())
-		runningMember(ctx, ns)
+		runningCluster(ctx, ns)
 		s := newSnapshot(ns)
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
 		reconcileOnce(ctx, s)
@@ -148,7 +144,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 		// What the Job controller and the kubelet leave behind.
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s-snapshot-x", Labels: job.Spec.Template.Labels},
 			Spec: job.Spec.Template.Spec}
-		Expect(ctrlRef(job, pod)).To(Succeed())
+		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
 		Expect(env.Client.Create(ctx, pod)).To(Succeed())
 		pod.Status.Phase = corev1.PodSucceeded
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerID, State: corev1.ContainerState{
@@ -168,8 +164,3 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonSnapshotStored))
 	})
 })
-
-func ctrlRef(owner *batchv1.Job, obj client.Object) error {
-	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(owner, batchv1.SchemeGroupVersion.WithKind("Job"))})
-	return nil
-}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -10,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,4 +113,18 @@ func SetupController(mgr ctrl.Manager, name string, opts controller.Options, r r
 		b = b.Owns(o)
 	}
 	return b.WithOptions(opts).Complete(r)
+}
+
+// Reconciler reconciles objects of any workload cluster, named with each
+// request ("" for a single cluster).
+type Reconciler interface {
+	Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (reconcile.Result, error)
+}
+
+// SetupSingle registers r as the controller named name on mgr's single
+// cluster (SetupController with requests for the cluster named "").
+func SetupSingle(mgr ctrl.Manager, name string, opts controller.Options, r Reconciler) error {
+	return SetupController(mgr, name, opts, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		return r.Reconcile(ctx, "", req.NamespacedName)
+	}))
 }
