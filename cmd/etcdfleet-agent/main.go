@@ -1,7 +1,8 @@
 // Command etcdfleet-agent runs inside etcd member Pods, from the etcdfleet
 // image (etcd's images have no shell), and as the snapshot Job. It only
 // wires subcommands to their packages: datadir-guard is
-// memberctl/datadirguard, snapshot-agent is memberctl/snapshot/agent.
+// memberctl/datadirguard, snapshot-agent is memberctl/snapshot/agent,
+// restore-agent is memberctl/snapshot/restore.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
 	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
+	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/restore"
 )
 
 // Exit codes: a lost data dir is told apart from a broken guard.
@@ -24,7 +26,7 @@ const (
 func main() {
 	root := &cobra.Command{Use: "etcdfleet-agent", Short: "Helpers etcdfleet runs inside etcd member Pods",
 		SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(guardCmd(), snapshotCmd())
+	root.AddCommand(guardCmd(), snapshotCmd(), restoreCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if errors.Is(err, datadirguard.ErrDataDirLost) {
@@ -68,5 +70,26 @@ func snapshotCmd() *cobra.Command {
 		},
 	}
 	agent.BindFlags(c.Flags(), &cfg, &s3)
+	return c
+}
+
+func restoreCmd() *cobra.Command {
+	var cfg restore.Config
+	var s3 agent.S3
+	c := &cobra.Command{
+		Use:   restore.Subcommand,
+		Short: "Write a new member's data dir from a stored snapshot (a new cluster ID); does nothing if the data dir holds a member",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			restore.Finish(&cfg, &s3)
+			err := restore.Run(c.Context(), cfg)
+			if errors.Is(err, restore.ErrAlreadyRestored) {
+				fmt.Println(err)
+				return nil
+			}
+			return err
+		},
+	}
+	restore.BindFlags(c.Flags(), &cfg, &s3)
 	return c
 }

@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,8 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
+	"github.com/etcdfleet/etcdfleet/test/etcdproc"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
-	"github.com/etcdfleet/etcdfleet/test/sandbox/proc"
 )
 
 // The agent against a real etcd (KUBEBUILDER_ASSETS/etcd) and real object
@@ -30,37 +28,7 @@ const valueSize = 512 << 10 // 512 KiB values: 24 of them make a 12 MiB snapshot
 
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set (test/tools/assets.sh)")
-	}
-	ports := make([]int, 2)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-	}
-	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(assets, "etcd"), "--name=a", "--data-dir="+filepath.Join(dir, "data"),
-		"--listen-client-urls="+client, "--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=a="+peer)
-	log, err := os.Create(filepath.Join(dir, "etcd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	p, err := proc.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Stop(5 * time.Second) })
-	return client
+	return etcdproc.Start(t, filepath.Join(t.TempDir(), "data"), "a", "agent-test").ClientURL
 }
 
 // fill writes n values of valueSize and returns the cluster's revision.

@@ -153,3 +153,13 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// OpenStored opens a stored snapshot for reading: the S3 object s3, or
+// the file when s3 is nil (a restore reads what Run stored).
+func OpenStored(ctx context.Context, s3 *S3, file string) (io.ReadCloser, error) {
+	st, err := newStore(Config{S3: s3, File: file})
+	if err != nil {
+		return nil, err
+	}
+	return st.Open(ctx)
+}
