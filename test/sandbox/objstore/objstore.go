@@ -29,9 +29,14 @@ const EnvBinary = "SEAWEEDFS_BINARY"
 // 5-15 s on a loaded 2-core machine).
 const startTimeout = 2 * time.Minute
 
+// IP is the loopback address every port binds. Not 127.0.0.1: the
+// simulated kubelet rewrites that address in container arguments to the
+// Pod's IP, and the snapshot agent gets the endpoint as an argument.
+const IP = "127.0.0.2"
+
 // Server is one running SeaweedFS with its S3 gateway on loopback.
 type Server struct {
-	// Endpoint is the S3 URL, http://127.0.0.1:<port>.
+	// Endpoint is the S3 URL, http://<IP>:<port>.
 	Endpoint string
 	// AccessKey and SecretKey are the one admin identity.
 	AccessKey, SecretKey string
@@ -67,7 +72,7 @@ func trimNewline(b []byte) []byte {
 	return b
 }
 
-// Start runs `weed server -filer -s3` in dir, every port on 127.0.0.1, and
+// Start runs `weed server -filer -s3` in dir, every port on IP, and
 // waits until the S3 gateway serves authenticated requests.
 func Start(ctx context.Context, dir string) (*Server, error) {
 	bin, err := Binary()
@@ -97,7 +102,7 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	}
 	defer log.Close()
 	cmd := exec.Command(bin, "server",
-		"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir="+data,
+		"-ip="+IP, "-ip.bind="+IP, "-dir="+data,
 		// Never report anything to the internet.
 		"-master.telemetry=false",
 		"-master.port="+p(0), "-master.port.grpc="+p(1),
@@ -113,7 +118,7 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 	if s.p, err = proc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("objstore: start weed: %w", err)
 	}
-	s.Endpoint = "http://127.0.0.1:" + p(6)
+	s.Endpoint = "http://" + IP + ":" + p(6)
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		out, _ := os.ReadFile(log.Name())
@@ -206,7 +211,7 @@ func freePorts(n int) ([]int, error) {
 	}()
 	var out []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", IP+":0")
 		if err != nil {
 			return nil, err
 		}
