@@ -90,6 +90,11 @@ var workloadPerms = join(
 	perms("", "events", "create", "patch"),
 	perms("", "secrets", "get"),
 	perms("", "namespaces", "get"),
+	// memberctl/etcdsnapshot: status update, the Job it owns (created once).
+	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch"),
+	perms(etcdGroup, "etcdsnapshots/status", "update"),
+	perms(etcdGroup, "etcdsnapshots/finalizers", "update"),
+	perms("batch", "jobs", "get", "list", "watch", "create"),
 )
 
 // expand lists the permissions of RBAC rules (no wildcards allowed).

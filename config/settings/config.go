@@ -44,7 +44,7 @@ type Config struct {
 	HealthProbeBindAddress string `mapstructure:"healthProbeBindAddress"`
 	LeaderElection         bool   `mapstructure:"leaderElection"`
 	LeaderElectionID       string `mapstructure:"leaderElectionID"`
-	// EnsureWorkloadCRDs installs the EtcdCluster/EtcdMember CRDs in each
+	// EnsureWorkloadCRDs installs the etcd.etcdfleet.io CRDs in each
 	// workload cluster before engaging it; needs CRD write permission there.
 	EnsureWorkloadCRDs bool `mapstructure:"ensureWorkloadCRDs"`
 	// AgentImage runs etcdfleet-agent in workload Pods: the data-dir guard

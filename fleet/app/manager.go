@@ -28,6 +28,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
@@ -146,7 +147,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	// of its members (readiness, quorum, replacement counts), which is
 	// exactly what the dashboard shows.
 	return operator.SetupMulticluster(f.Manager, operator.MulticlusterOptions{
-		Clusters: f.registry, Member: memberOptions(c), Workers: c.Workers,
+		Clusters: f.registry, Member: memberOptions(c), Snapshot: snapshotOptions(c), Workers: c.Workers,
 		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout,
 		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
 	})
@@ -239,6 +240,12 @@ func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Optio
 func dashboardOptions(c settings.Config) dashboard.Options {
 	return dashboard.Options{MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
 		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name }}
+}
+
+func snapshotOptions(c settings.Config) etcdsnapshot.Options {
+	o := etcdsnapshot.DefaultOptions()
+	o.Image = c.AgentImage
+	return o
 }
 
 func memberOptions(c settings.Config) etcdmember.Options {
