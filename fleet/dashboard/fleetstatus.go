@@ -147,7 +147,13 @@ func buildFleetStatus(prev *fleetv1.FleetStatus, rows []clusterRow, stats *limit
 	} else {
 		w := st.WorstClusters[0]
 		r, _, _ := rankOf(statusOf(rows, w))
-		set(fleetv1.ConditionReady, false, r.reason(),
+		reason := r.reason()
+		if r == rankOther && w.Reason != "" {
+			// Connected but not Ready for a reason of its own
+			// (MissingRights, DuplicateCluster): say that, not "unknown".
+			reason = w.Reason
+		}
+		set(fleetv1.ConditionReady, false, reason,
 			fmt.Sprintf("%s; worst: %s/%s (%s)", counts, w.Namespace, w.Name, w.Reason))
 	}
 	switch {

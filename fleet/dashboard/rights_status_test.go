@@ -46,4 +46,11 @@ var _ = Describe("buildClusterStatus, duplicates and rights", func() {
 		Expect(cond(st.Conditions, fleetv1.ConditionAuthorized)).To(Equal("True/RightsGranted"))
 		Expect(cond(st.Conditions, fleetv1.ConditionReady)).To(Equal("False/NotConnected"))
 	})
+
+	It("gives the Fleet its worst cluster's own Ready reason when that cluster lacks rights", func() {
+		info := ClusterInfo{Name: "c", Namespace: "ns", Connected: true, MissingRights: "create pods"}
+		st := buildClusterStatus(nil, clusterInput{info: info, etcd: &s}, 1, now)
+		fleet := buildFleetStatus(nil, []clusterRow{{Name: "c", Namespace: "ns", Status: &st}}, nil, false, 1, now)
+		Expect(cond(fleet.Conditions, fleetv1.ConditionReady)).To(Equal("False/MissingRights"))
+	})
 })

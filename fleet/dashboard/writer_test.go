@@ -137,9 +137,10 @@ var _ = Describe("Writer", func() {
 		Expect(st.EtcdClusterStates[0].Name).To(Equal("b"), "worst first")
 		Expect(st.Message).To(ContainSubstring("worst: etcd/b"))
 
-		// TokenExpires has priority 1: kubectl shows it with -o wide only.
+		// Authorized and TokenExpires have priority 1: kubectl shows them
+		// with -o wide only.
 		Expect(columns(fleetClustersPath(ns))).To(Equal([]string{
-			"Name", "Connected", "Ready", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Age", "TokenExpires"}))
+			"Name", "Connected", "Ready", "Authorized", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Age", "TokenExpires"}))
 		rows := table(fleetClustersPath(ns))
 		Expect(rows).To(HaveLen(1))
 		Expect(rows[0]).To(HaveKey("Age"))
@@ -147,7 +148,7 @@ var _ = Describe("Writer", func() {
 		delete(rows[0], "Age")
 		delete(rows[0], "TokenExpires")
 		Expect(rows[0]).To(Equal(map[string]string{
-			"Name": "prod-1", "Connected": "True", "Ready": "False", "Paused": "False",
+			"Name": "prod-1", "Connected": "True", "Ready": "False", "Authorized": "True", "Paused": "False",
 			"EtcdClusters": "2", "Quorate": "2", "Members": "5/6", "Replaced": "3", "Throttled": "9",
 		}))
 		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleetclusters", "-n", ns)

@@ -112,6 +112,7 @@ type FleetClusterStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Authorized",type=string,JSONPath=`.status.conditions[?(@.type=="Authorized")].status`,priority=1
 // +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=`.status.conditions[?(@.type=="Paused")].status`
 // +kubebuilder:printcolumn:name="EtcdClusters",type=integer,JSONPath=`.status.etcdClusters`
 // +kubebuilder:printcolumn:name="Quorate",type=integer,JSONPath=`.status.quorateEtcdClusters`
