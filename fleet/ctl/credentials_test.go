@@ -16,7 +16,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
 func registerWith(ctx context.Context, o ctl.RegisterOptions) (string, error) {
@@ -51,6 +54,27 @@ func annotations(ctx context.Context, name string) map[string]string {
 	s, err := fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return s.Annotations
+}
+
+// engagesWithIdentity checks that cfg passes the manager's pre-flight for a
+// registration watching namespaces, duplicate detection on: its Identify
+// reads the kube-system Namespace, and its access checks are all allowed,
+// asked as the provider asks them.
+func engagesWithIdentity(ctx context.Context, cfg *rest.Config, namespaces ...string) {
+	GinkgoHelper()
+	id, err := kubeconfigsecret.KubeSystemUID(ctx, cfg)
+	Expect(err).NotTo(HaveOccurred(), "the identity is readable")
+	kubeSystem, err := fleet.Cluster("w1").Clientset.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(id).To(Equal(string(kubeSystem.UID)))
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	denied, err := kubeconfigsecret.CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(),
+		app.AccessChecks(operator.PortForward), namespaces)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(denied).To(BeEmpty(), "pre-flight's access checks")
+	_, err = cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "no other Namespace is readable: %v", err)
 }
 
 // The apiserver caches token authentications for 10s, so a revoked token
@@ -126,6 +150,7 @@ var _ = Describe("register's credentials", Ordered, func() {
 		Expect(can(ctx, cfg, "list", "", "pods", "", "team-b")).To(BeFalse())
 		Expect(can(ctx, cfg, "get", "", "secrets", "", "team-b")).To(BeFalse())
 		Expect(can(ctx, cfg, "list", "", "pods", "", "")).To(BeFalse(), "nothing cluster-wide")
+		engagesWithIdentity(ctx, cfg, "team-a")
 
 		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
 		Expect(err).NotTo(HaveOccurred())
@@ -133,6 +158,7 @@ var _ = Describe("register's credentials", Ordered, func() {
 		_, err = w1.Clientset.RbacV1().RoleBindings("team-a").Get(ctx, ctl.WorkloadClusterRole, metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the namespaced grant is gone")
 		Expect(can(ctx, registered(ctx, "cred"), "list", "", "pods", "", "team-b")).To(BeTrue())
+		engagesWithIdentity(ctx, registered(ctx, "cred"))
 	}, SpecTimeout(time.Minute))
 
 	It("names mirrors in the admission policy", func(ctx SpecContext) {
