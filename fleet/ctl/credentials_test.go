@@ -151,6 +151,21 @@ var _ = Describe("register's credentials", Ordered, func() {
 		Expect(can(ctx, cfg, "get", "", "secrets", "", "team-b")).To(BeFalse())
 		Expect(can(ctx, cfg, "list", "", "pods", "", "")).To(BeFalse(), "nothing cluster-wide")
 		engagesWithIdentity(ctx, cfg, "team-a")
+		By("without the identity binding, pre-flight reports the one cluster-wide permission missing")
+		Expect(w1.Clientset.RbacV1().ClusterRoleBindings().Delete(ctx, ctl.WorkloadIdentityRole, metav1.DeleteOptions{})).To(Succeed())
+		// RBAC's authorizer sees the deletion through its informers, within
+		// moments; 10s is ample.
+		Eventually(func() []string {
+			cs, err := kubernetes.NewForConfig(cfg)
+			Expect(err).NotTo(HaveOccurred())
+			denied, err := kubeconfigsecret.CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(),
+				app.AccessChecks(operator.PortForward), []string{"team-a", "team-b"})
+			Expect(err).NotTo(HaveOccurred())
+			return denied
+		}).WithTimeout(10*time.Second).Should(And(ContainElement("get namespaces named kube-system"),
+			Not(ContainElement(ContainSubstring("kube-system in namespace")))), "asked once, cluster-wide")
+		_, err = kubeconfigsecret.KubeSystemUID(ctx, cfg)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the identity is unreadable: %v", err)
 
 		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
 		Expect(err).NotTo(HaveOccurred())
