@@ -15,7 +15,8 @@ HELM           := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 ASSETS_ENV      = K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION)
 # Concurrent control-plane starts on 2 cores are CPU-bound: allow 90 s.
 TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
-                  KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM)
+                  KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM) \
+                  SEAWEEDFS_BINARY="$$(test/tools/seaweedfs.sh)"
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 export GOFLAGS ?= -buildvcs=false
 
@@ -33,6 +34,11 @@ build: ## Build the binaries into bin/ (CGO_ENABLED=0, -trimpath, as the Dockerf
 envtest-assets: ## Build or reuse kube-apiserver, kube-controller-manager, kubectl and etcd (cold ~6 min, cached after).
 	@start=$$(date +%s); $(ASSETS_ENV) test/tools/assets.sh >/dev/null; \
 	  echo "envtest-assets: $$(( $$(date +%s) - start ))s"
+
+.PHONY: seaweedfs
+seaweedfs: ## Build or reuse SeaweedFS's weed, the sandbox's S3 server (cold: 15-45 min on 2 cores, cached after).
+	@start=$$(date +%s); test/tools/seaweedfs.sh >/dev/null; \
+	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -59,6 +65,8 @@ lint: ## gofmt and go vet.
 test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run every unit and e2e test against real apiservers and etcd.
 	@start=$$(date +%s); $(ASSETS_ENV) test/tools/assets.sh >/dev/null; \
 	  echo "binaries: $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); test/tools/seaweedfs.sh >/dev/null; \
+	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(TEST_ENV) go test $(GO_TEST_FLAGS) ./...; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz; \

@@ -57,10 +57,11 @@ func TestOnAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range []string{
-			"kubectl create secret generic w1 -n etcdfleet-system --from-file=kubeconfig=./w1.kubeconfig && " +
-				"kubectl label secret w1 -n etcdfleet-system etcdfleet.io/cluster-kubeconfig=true",
+			"kubectl create secret generic w1 -n " + regNS + " --from-file=kubeconfig=./w1.kubeconfig && " +
+				"kubectl label secret w1 -n " + regNS + " etcdfleet.io/cluster-kubeconfig=true",
 			"etcdfleetctl register",
-			"kubectl get fleetclusters -n etcdfleet-system",
+			"kubectl get fleetclusters -n " + regNS,
+			"bind your\nscraper's ServiceAccount to the ClusterRole etcdfleet-metrics-reader",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("NOTES lack %q:\n%s", want, out)
@@ -84,18 +85,14 @@ func TestOnAPIServer(t *testing.T) {
 		podSecurity(ctx, t, mc, mgmtObjs)
 
 		sa := saClientset(ctx, t, mgmt, systemNS, saName)
-		expectAccess(ctx, t, sa, systemNS, true, mgmtNamespacedPerms...)
+		expectAccess(ctx, t, sa, regNS, true, mgmtNamespacedPerms...)
 		expectAccess(ctx, t, sa, "", true, mgmtClusterPerms...)
-		expectAccess(ctx, t, sa, "default", true, perms("", "events", "create")...) // the Fleet's Events
-		// No Secret (nor anything else of the registration namespace)
-		// elsewhere, and no Secret writes at all.
-		var elsewhere []perm // Events are granted everywhere, for the Fleet's
-		for _, p := range mgmtNamespacedPerms {
-			if p.resource != "events" {
-				elsewhere = append(elsewhere, p)
-			}
-		}
-		expectAccess(ctx, t, sa, "other", false, elsewhere...)
+		// Nothing of the registration namespace elsewhere, Events
+		// included, nor in the release namespace with its Helm release
+		// Secrets; and no Secret writes at all.
+		expectAccess(ctx, t, sa, "other", false, mgmtNamespacedPerms...)
+		expectAccess(ctx, t, sa, "default", false, perms("", "events", "create")...)
+		expectAccess(ctx, t, sa, systemNS, false, mgmtNamespacedPerms...)
 		expectAccess(ctx, t, sa, "", false, join(
 			perms("", "secrets", "get", "list", "watch"),
 			perms("coordination.k8s.io", "leases", "get", "create", "update"),
@@ -106,7 +103,7 @@ func TestOnAPIServer(t *testing.T) {
 			perms("apiextensions.k8s.io", "customresourcedefinitions", "create", "update", "delete"),
 			perms("rbac.authorization.k8s.io", "clusterroles", "create", "bind", "escalate"),
 		)...)
-		expectAccess(ctx, t, sa, systemNS, false, join(
+		expectAccess(ctx, t, sa, regNS, false, join(
 			perms("", "secrets", "create", "update", "patch", "delete", "deletecollection"),
 			perms("", "configmaps", "get", "list"),
 			perms("", "pods", "get", "list"),
@@ -118,10 +115,12 @@ func TestOnAPIServer(t *testing.T) {
 
 		// Real requests agree.
 		mustCreate(ctx, t, mc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "not-yours"}})
-		if _, err := sa.CoreV1().Secrets(systemNS).List(ctx, metav1.ListOptions{}); err != nil {
-			t.Errorf("list Secrets in %s: %v", systemNS, err)
+		mustCreate(ctx, t, mc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "sh.helm.release.v1.etcdfleet.v1"}})
+		if _, err := sa.CoreV1().Secrets(regNS).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list Secrets in %s: %v", regNS, err)
 		}
 		forbidden(t, "get a Secret in another namespace", ignore(sa.CoreV1().Secrets("other").Get(ctx, "not-yours", metav1.GetOptions{})))
+		forbidden(t, "get Helm's release Secret", ignore(sa.CoreV1().Secrets(systemNS).Get(ctx, "sh.helm.release.v1.etcdfleet.v1", metav1.GetOptions{})))
 		forbidden(t, "list Secrets cluster-wide", ignore(sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})))
 		forbidden(t, "delete a Node", sa.CoreV1().Nodes().Delete(ctx, "node-0", metav1.DeleteOptions{}))
 	})

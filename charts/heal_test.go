@@ -37,7 +37,7 @@ func managerHealsReboot(ctx context.Context, t *testing.T, f *sandbox.Fleet, mc,
 		t.Fatal(err)
 	}
 	mustCreate(ctx, t, mc, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "w1", Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: regNS, Name: "w1", Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
 		Data:       map[string][]byte{fleetv1.KubeconfigKey: kc},
 	})
 
@@ -63,7 +63,7 @@ func managerHealsReboot(ctx context.Context, t *testing.T, f *sandbox.Fleet, mc,
 		}
 	}()
 	c := settings.Default()
-	c.Namespace = systemNS
+	c.Namespace = regNS
 	c.MetricsBindAddress, c.HealthProbeBindAddress = "0", "0"
 	c.LeaderElection = true // the chart's default: the Lease is part of what is checked
 	cfg := saConfig(ctx, t, mgmt, systemNS, saName)
@@ -101,7 +101,7 @@ func managerHealsReboot(ctx context.Context, t *testing.T, f *sandbox.Fleet, mc,
 	t.Logf("EtcdCluster Available in %s", time.Since(start).Round(time.Millisecond))
 	eventually(ctx, t, 30*time.Second, "FleetCluster w1 Connected", func() error {
 		fc := &fleetv1.FleetCluster{}
-		if err := mc.Get(ctx, types.NamespacedName{Namespace: systemNS, Name: "w1"}, fc); err != nil {
+		if err := mc.Get(ctx, types.NamespacedName{Namespace: regNS, Name: "w1"}, fc); err != nil {
 			return err
 		}
 		if !meta.IsStatusConditionTrue(fc.Status.Conditions, fleetv1.ConditionConnected) {
@@ -133,7 +133,7 @@ func managerHealsReboot(ctx context.Context, t *testing.T, f *sandbox.Fleet, mc,
 	t.Logf("healed the reboot in %s", time.Since(start).Round(time.Millisecond))
 
 	lease := &coordinationv1.Lease{}
-	if err := mc.Get(ctx, types.NamespacedName{Namespace: systemNS, Name: c.LeaderElectionID}, lease); err != nil {
+	if err := mc.Get(ctx, types.NamespacedName{Namespace: regNS, Name: c.LeaderElectionID}, lease); err != nil {
 		t.Errorf("leader-election Lease: %v", err)
 	} else if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("the Lease has no holder: %+v", lease.Spec)

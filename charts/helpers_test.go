@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdfleet/etcdfleet/config/settings"
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 )
 
 const (
@@ -46,6 +47,8 @@ const (
 	mgmtRelease     = "etcdfleet"
 	workloadRelease = "etcdfleet-workload"
 	systemNS        = "etcdfleet-system"
+	// regNS is the manager chart's default registration namespace.
+	regNS = fleetv1.DefaultRegistrationNamespace
 	// saName is the ServiceAccount of both charts' documented installs.
 	saName = "etcdfleet"
 )

@@ -57,12 +57,20 @@ var mgmtNamespacedPerms = join(
 )
 
 // mgmtClusterPerms are granted cluster-wide: the FleetCluster cache is not
-// namespaced, and the Fleet is cluster-scoped.
+// namespaced, the Fleet is cluster-scoped, and the secure metrics endpoint
+// reviews each scrape's token and rights (fleet/app/metricsserver.go). No
+// Events: the manager records them in the registration namespace only.
 var mgmtClusterPerms = join(
 	perms(fleetGroup, "fleetclusters", "get", "list", "watch"),
 	perms(fleetGroup, "fleets", "get", "list", "watch", "create"),
 	perms(fleetGroup, "fleets/status", "update"),
-	perms("", "events", "create", "patch"),
+	mgmtMetricsAuthPerms,
+)
+
+// mgmtMetricsAuthPerms are granted with metrics.secure only.
+var mgmtMetricsAuthPerms = join(
+	perms("authentication.k8s.io", "tokenreviews", "create"),
+	perms("authorization.k8s.io", "subjectaccessreviews", "create"),
 )
 
 // workloadPerms is what the manager does in a workload cluster, from the
@@ -86,6 +94,11 @@ var workloadPerms = join(
 	perms("policy", "poddisruptionbudgets", "get", "list", "watch", "create", "patch", "delete"),
 	perms("", "events", "create", "patch"),
 	perms("", "secrets", "get"),
+	// memberctl/etcdsnapshot: status update, the Job it owns (created once).
+	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch"),
+	perms(etcdGroup, "etcdsnapshots/status", "update"),
+	perms(etcdGroup, "etcdsnapshots/finalizers", "update"),
+	perms("batch", "jobs", "get", "list", "watch", "create"),
 )
 
 // identityPerms are those of the identity ClusterRole, bound cluster-wide

@@ -23,11 +23,9 @@ func TestDefaults(t *testing.T) {
 	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS)
 	d, c := managerContainer(t, objs)
 
-	// Every setting is passed, and the manager reads back its own defaults,
-	// but for the namespace: the release namespace.
+	// Every setting is passed, and the manager reads back its own defaults.
 	got := loadArgs(t, c.Args)
 	want := settings.Default()
-	want.Namespace = systemNS
 	if got != want {
 		t.Errorf("the rendered args load as\n%+v\nwant the manager's defaults\n%+v", got, want)
 	}
@@ -83,10 +81,15 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 
-	// RBAC: Secrets only in the registration namespace, exactly as specified.
+	// RBAC: Secrets only in the registration namespace, exactly as
+	// specified; that namespace is not the release namespace, and it is
+	// created and kept on uninstall.
 	role := convert[rbacv1.Role](t, find(t, objs, "Role", mgmtRelease))
-	if role.Namespace != systemNS {
-		t.Errorf("Role in %q, want the release namespace", role.Namespace)
+	if role.Namespace != regNS {
+		t.Errorf("Role in %q, want the registration namespace %s", role.Namespace, regNS)
+	}
+	if ns := find(t, objs, "Namespace", regNS); ns.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+		t.Errorf("registration Namespace annotations %v, want helm.sh/resource-policy=keep", ns.GetAnnotations())
 	}
 	samePerms(t, "Role", expand(t, role.Rules), mgmtNamespacedPerms)
 	cr := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", mgmtRelease))
@@ -94,7 +97,7 @@ func TestDefaults(t *testing.T) {
 	rb := convert[rbacv1.RoleBinding](t, find(t, objs, "RoleBinding", mgmtRelease))
 	crb := convert[rbacv1.ClusterRoleBinding](t, find(t, objs, "ClusterRoleBinding", mgmtRelease))
 	wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: saName, Namespace: systemNS}}
-	if rb.Namespace != systemNS || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name || !slices.Equal(rb.Subjects, wantSubjects) {
+	if rb.Namespace != regNS || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name || !slices.Equal(rb.Subjects, wantSubjects) {
 		t.Errorf("RoleBinding %s/%s %+v %+v", rb.Namespace, rb.Name, rb.RoleRef, rb.Subjects)
 	}
 	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != cr.Name || !slices.Equal(crb.Subjects, wantSubjects) {
@@ -130,8 +133,7 @@ func restricted(t *testing.T, d *appsv1.Deployment) {
 }
 
 // TestValuesCoverEverySetting: values.yaml has every setting at the helm
-// path settings.Settings names, with the manager's default (the registration
-// namespace excepted: "" means the release namespace).
+// path settings.Settings names, with the manager's default.
 func TestValuesCoverEverySetting(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(chartDir(mgmtChart), "values.yaml"))
 	if err != nil {
@@ -146,12 +148,6 @@ func TestValuesCoverEverySetting(t *testing.T) {
 		v, ok := lookup(values, s.Helm)
 		if !ok {
 			t.Errorf("values.yaml has no %s (setting %s)", s.Helm, s.Key)
-			continue
-		}
-		if s.Key == "namespace" {
-			if v != "" {
-				t.Errorf("values.yaml namespace is %q, want \"\" (the release namespace)", v)
-			}
 			continue
 		}
 		if !sameValue(v, s.Value()) {

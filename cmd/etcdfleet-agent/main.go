@@ -1,6 +1,8 @@
 // Command etcdfleet-agent runs inside etcd member Pods, from the etcdfleet
-// image (etcd's images have no shell). It only wires subcommands to their
-// packages: datadir-guard is memberctl/datadirguard.
+// image (etcd's images have no shell), and as the snapshot Job. It only
+// wires subcommands to their packages: datadir-guard is
+// memberctl/datadirguard, snapshot-agent is memberctl/snapshot/agent,
+// restore-agent is memberctl/snapshot/restore.
 package main
 
 import (
@@ -11,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
+	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
+	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/restore"
 )
 
 // Exit codes: a lost data dir is told apart from a broken guard.
@@ -22,7 +26,7 @@ const (
 func main() {
 	root := &cobra.Command{Use: "etcdfleet-agent", Short: "Helpers etcdfleet runs inside etcd member Pods",
 		SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(guardCmd())
+	root.AddCommand(guardCmd(), snapshotCmd(), restoreCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if errors.Is(err, datadirguard.ErrDataDirLost) {
@@ -46,5 +50,46 @@ func guardCmd() *cobra.Command {
 	c.Flags().StringVar(&cfg.DataDir, "data-dir", "", "the member's etcd data directory (its memory-backed volume)")
 	c.Flags().StringVar(&cfg.MarkerDir, "marker-dir", "", "a directory on a disk emptyDir of the same Pod, holding the first-start marker")
 	c.Flags().StringVar(&cfg.TerminationMessagePath, "termination-message-path", "/dev/termination-log", "where to write the message the reconciler reads")
+	return c
+}
+
+func snapshotCmd() *cobra.Command {
+	var cfg agent.Config
+	var s3 agent.S3
+	c := &cobra.Command{
+		Use:   agent.Subcommand,
+		Short: "Stream an etcd snapshot to S3 or a file, verify it by reading it back, and report it as the termination message",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			agent.Finish(&cfg, &s3)
+			res, err := agent.Run(c.Context(), cfg)
+			if err == nil {
+				fmt.Printf("snapshot stored: size=%d sha256=%s revision=%d\n", res.SizeBytes, res.SHA256, res.Revision)
+			}
+			return err
+		},
+	}
+	agent.BindFlags(c.Flags(), &cfg, &s3)
+	return c
+}
+
+func restoreCmd() *cobra.Command {
+	var cfg restore.Config
+	var s3 agent.S3
+	c := &cobra.Command{
+		Use:   restore.Subcommand,
+		Short: "Write a new member's data dir from a stored snapshot (a new cluster ID); does nothing if the data dir holds a member",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			restore.Finish(&cfg, &s3)
+			err := restore.Run(c.Context(), cfg)
+			if errors.Is(err, restore.ErrAlreadyRestored) {
+				fmt.Println(err)
+				return nil
+			}
+			return err
+		},
+	}
+	restore.BindFlags(c.Flags(), &cfg, &s3)
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
 )
 
@@ -18,7 +19,7 @@ type mgmtFlags struct{ kubeconfig, context, namespace string }
 func (m *mgmtFlags) bind(c *cobra.Command) {
 	c.Flags().StringVar(&m.kubeconfig, "mgmt-kubeconfig", "", "kubeconfig of the management cluster (default $KUBECONFIG or ~/.kube/config)")
 	c.Flags().StringVar(&m.context, "mgmt-context", "", "context of the management cluster in that kubeconfig (default: its current context)")
-	c.Flags().StringVarP(&m.namespace, "namespace", "n", "etcdfleet-system", "namespace of the registration Secrets on the management cluster")
+	c.Flags().StringVarP(&m.namespace, "namespace", "n", fleetv1.DefaultRegistrationNamespace, "namespace of the registration Secrets on the management cluster")
 }
 
 func (m *mgmtFlags) config() (*rest.Config, error) { return ctl.RESTConfig(m.kubeconfig, m.context) }

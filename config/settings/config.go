@@ -3,6 +3,7 @@ package settings
 import (
 	"time"
 
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
@@ -35,11 +36,15 @@ type Config struct {
 	Clusters    ClustersConfig    `mapstructure:"clusters"`
 	Dashboard   DashboardConfig   `mapstructure:"dashboard"`
 
-	MetricsBindAddress     string `mapstructure:"metricsBindAddress"`
+	MetricsBindAddress string `mapstructure:"metricsBindAddress"`
+	// MetricsSecure serves /metrics over HTTPS with authentication and
+	// authorization; MetricsCertDir holds its certificate ("" self-signed).
+	MetricsSecure          bool   `mapstructure:"metricsSecure"`
+	MetricsCertDir         string `mapstructure:"metricsCertDir"`
 	HealthProbeBindAddress string `mapstructure:"healthProbeBindAddress"`
 	LeaderElection         bool   `mapstructure:"leaderElection"`
 	LeaderElectionID       string `mapstructure:"leaderElectionID"`
-	// EnsureWorkloadCRDs installs the EtcdCluster/EtcdMember CRDs in each
+	// EnsureWorkloadCRDs installs the etcd.etcdfleet.io CRDs in each
 	// workload cluster before engaging it; needs CRD write permission there.
 	EnsureWorkloadCRDs bool `mapstructure:"ensureWorkloadCRDs"`
 	// AgentImage runs etcdfleet-agent in workload Pods: the data-dir guard
@@ -86,7 +91,7 @@ type DashboardConfig struct {
 func Default() Config {
 	policy := replacement.DefaultPolicy()
 	return Config{
-		Namespace:  "etcdfleet-system",
+		Namespace:  fleetv1.DefaultRegistrationNamespace,
 		EtcdAccess: string(operator.PortForward),
 		Workers:    8,
 		// The isolation of clusters from each other is memberctl/operator's.
@@ -101,6 +106,7 @@ func Default() Config {
 			ProbeTimeout: kubeconfigsecret.DefaultProbeTimeout, FailureThreshold: kubeconfigsecret.DefaultFailureThreshold},
 		Dashboard:              DashboardConfig{MinInterval: dashboard.DefaultMinInterval, Resync: dashboard.DefaultResync},
 		MetricsBindAddress:     ":8080",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		LeaderElection:         true,
 		LeaderElectionID:       "etcdfleet-manager",

@@ -70,10 +70,12 @@ func Settings(c *Config) []Setting {
 		{"dashboard.minInterval", "dashboard-min-interval", "Least time between two status writes of one FleetCluster or the Fleet.", "dashboard.minInterval", &c.Dashboard.MinInterval},
 		{"dashboard.resync", "dashboard-resync", "How often the dashboard is recomputed without a trigger.", "dashboard.resync", &c.Dashboard.Resync},
 		{"metricsBindAddress", "metrics-bind-address", "Address of the Prometheus metrics endpoint (\"0\" disables it).", "metrics.bindAddress", &c.MetricsBindAddress},
+		{"metricsSecure", "metrics-secure", "Serve metrics over HTTPS to authenticated and authorized clients only (TokenReview and SubjectAccessReview on the management cluster: get on the non-resource URL /metrics). false serves plain HTTP to anyone who reaches the port.", "metrics.secure", &c.MetricsSecure},
+		{"metricsCertDir", "metrics-cert-dir", "Directory holding tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change; \"\" generates a self-signed certificate at start.", "metrics.certDir", &c.MetricsCertDir},
 		{"healthProbeBindAddress", "health-probe-bind-address", "Address of the /healthz and /readyz endpoints.", "probes.bindAddress", &c.HealthProbeBindAddress},
 		{"leaderElection", "leader-elect", "Elect a leader so that only one replica acts; others stand by.", "leaderElection.enabled", &c.LeaderElection},
-		{"agentImage", "agent-image", "Image of the data-dir guard init container in memory-backed members' Pods; it must hold etcdfleet-agent, as the etcdfleet image does (mirror it for air-gapped registries, and allow the mirror in the workload admission policy: etcdfleetctl register --allowed-images or the workload chart's admissionPolicy.allowedImages).", "manager.agentImage", &c.AgentImage},
-		{"ensureWorkloadCRDs", "ensure-workload-crds", "Install the EtcdCluster/EtcdMember CRDs in each workload cluster before engaging it (opt-in: needs CRD write permission there).", "manager.ensureWorkloadCRDs", &c.EnsureWorkloadCRDs},
+		{"agentImage", "agent-image", "Image of the data-dir guard init container in memory-backed members' Pods and of EtcdSnapshot Jobs; it must hold etcdfleet-agent, as the etcdfleet image does (mirror it for air-gapped registries, and allow the mirror in the workload admission policy: etcdfleetctl register --allowed-images or the workload chart's admissionPolicy.allowedImages).", "manager.agentImage", &c.AgentImage},
+		{"ensureWorkloadCRDs", "ensure-workload-crds", "Install the etcd.etcdfleet.io CRDs (EtcdCluster, EtcdMember, EtcdSnapshot) in each workload cluster before engaging it (opt-in: needs CRD write permission there).", "manager.ensureWorkloadCRDs", &c.EnsureWorkloadCRDs},
 		{"leaderElectionID", "leader-election-id", "Name of the leader-election Lease (in the registration namespace).", "leaderElection.id", &c.LeaderElectionID},
 	}
 }

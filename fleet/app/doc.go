@@ -34,6 +34,14 @@
 //     grants and of every EtcdCluster reconcile; it coalesces its writes.
 //   - The limiter's etcdfleet_limiter_* series are registered on
 //     controller-runtime's metrics registry while the manager runs.
+//   - /metrics is served over HTTPS with controller-runtime's
+//     filters.WithAuthenticationAndAuthorization unless --metrics-secure
+//     is false (metricsserver.go): each scrape's token is reviewed by the
+//     management apiserver, which costs a TokenReview and a
+//     SubjectAccessReview per scrape (cached briefly by the filter).
+//   - The dashboard records its Events (CredentialsExpiring) through the
+//     local manager's recorder, on FleetClusters: in the registration
+//     namespace only.
 //
 // # Isolation of clusters
 //

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/config"
@@ -30,6 +29,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
@@ -107,7 +107,7 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 	mgr, err := mcmanager.New(restCfg, p, manager.Options{
 		Scheme:                  Scheme(),
 		Cache:                   cache.Options{ByObject: po.CacheByObject()},
-		Metrics:                 metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		Metrics:                 metricsOptions(c),
 		HealthProbeBindAddress:  c.HealthProbeBindAddress,
 		LeaderElection:          c.LeaderElection,
 		LeaderElectionID:        c.LeaderElectionID,
@@ -127,7 +127,9 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 // the reconcilers to the manager.
 func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
 	local := f.Manager.GetLocalManager()
-	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, dashboardOptions(c))
+	do := dashboardOptions(c)
+	do.Recorder = local.GetEventRecorderFor("etcdfleet-dashboard")
+	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, do)
 	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}} {
 		if err := local.Add(r); err != nil {
 			return err
@@ -146,7 +148,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	// of its members (readiness, quorum, replacement counts), which is
 	// exactly what the dashboard shows.
 	return operator.SetupMulticluster(f.Manager, operator.MulticlusterOptions{
-		Clusters: f.registry, Member: memberOptions(c), Workers: c.Workers,
+		Clusters: f.registry, Member: memberOptions(c), Snapshot: snapshotOptions(c), Workers: c.Workers,
 		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout,
 		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
 	})
@@ -244,6 +246,12 @@ func dashboardOptions(c settings.Config) dashboard.Options {
 		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name }}
 }
 
+func snapshotOptions(c settings.Config) etcdsnapshot.Options {
+	o := etcdsnapshot.DefaultOptions()
+	o.Image = c.AgentImage
+	return o
+}
+
 func memberOptions(c settings.Config) etcdmember.Options {
 	o := etcdmember.DefaultOptions()
 	o.Policy = c.ReplacementPolicy()
@@ -275,7 +283,8 @@ func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
 	return dashboard.ClusterInfo{Name: s.Name, Namespace: s.Namespace, SecretUID: s.SecretUID,
 		Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
 		LastProbeTime: s.LastProbeTime, Paused: s.Paused,
-		ClusterID: s.ClusterID, Duplicate: s.Reason == kubeconfigsecret.ReasonDuplicateCluster, MissingRights: missing}
+		ClusterID: s.ClusterID, Duplicate: s.Reason == kubeconfigsecret.ReasonDuplicateCluster, MissingRights: missing,
+		TokenIssuedAt: s.Token.IssuedAt, TokenExpiresAt: s.Token.ExpiresAt}
 }
 
 // EtcdObjects implements dashboard.Source, from the cluster's cache.

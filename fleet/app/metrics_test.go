@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/etcdfleet/etcdfleet/config/settings"
@@ -36,19 +37,32 @@ var _ = Describe("limiter metrics", func() {
 		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		c := settings.Default()
 		c.Namespace, c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = ns, false, "0", "0"
-		fm, err := app.New(env.Config, c)
-		Expect(err).NotTo(HaveOccurred())
-		mctx, cancel := context.WithCancel(context.Background())
-		DeferCleanup(cancel) // before the apiserver stops, should the spec fail
-		done := make(chan error, 1)
-		go func() { done <- fm.Start(mctx) }()
+		stop := runFleet(env.Config, c)
 
 		series := []string{"etcdfleet_limiter_tokens_available", "etcdfleet_limiter_waiting_requests",
 			"etcdfleet_limiter_wait_seconds"}
 		Eventually(limiterSeries).WithTimeout(30 * time.Second).Should(ContainElements(series))
-		cancel()
-		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+		stop()
 		Expect(limiterSeries()).NotTo(ContainElement(HavePrefix("etcdfleet_limiter_")),
 			"a stopped manager's series must go, or the next manager in the process could not register its own")
 	}, SpecTimeout(3*time.Minute))
 })
+
+// runFleet starts a fleet manager; stop cancels it and waits for a clean
+// exit. Cleanup cancels it too, before the apiserver stops, should the
+// spec fail.
+func runFleet(cfg *rest.Config, c settings.Config) (stop func()) {
+	GinkgoHelper()
+	fm, err := app.New(cfg, c)
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- fm.Start(ctx) }()
+	return func() {
+		cancel()
+		// Bounded so that a manager that does not stop fails the spec
+		// rather than hanging it; 30s covers its graceful shutdown.
+		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+	}
+}

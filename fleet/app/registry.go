@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -79,6 +80,7 @@ func (r *registry) release(name string, e *entry) {
 	r.mu.Unlock()
 	_ = e.closer.Close()
 	etcdmember.ForgetCluster(name)
+	etcdsnapshot.ForgetCluster(name)
 	if r.onGone != nil {
 		r.onGone(name)
 	}

@@ -141,6 +141,8 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 		set(fleetv1.ConditionPaused, false, fleetv1.ReasonNotPaused, "")
 	}
 
+	setCredentialsStatus(&st, info, generation, now)
+
 	st.Message = ""
 	if !ready {
 		st.Message = clip(readyMsg)

@@ -124,6 +124,12 @@
 //   - The orphan collection deletes FleetClusters unregistered for
 //     OrphanGrace (with a UID precondition) and comes back when the next
 //     is due.
+//   - tokenExpiresAt and CredentialsExpiring come from ClusterInfo's token
+//     lifetime (credentials.go): True with less than
+//     CredentialsExpiringFraction of it left, absent without one. Their
+//     messages hold fixed dates only, so time alone causes no writes. The
+//     condition turning True records a Warning Event on the FleetCluster
+//     (Options.Recorder), once per transition, after the status write.
 //   - Limiter snapshots copy a map entry per cluster, so cluster requests
 //     share the last one unless a Notify came since; the resync and the
 //     Fleet take a fresh one.

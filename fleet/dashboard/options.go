@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -39,6 +40,9 @@ type ClusterInfo struct {
 	// why a connection was refused for lack of them. Empty when none are
 	// known to be missing.
 	MissingRights string
+	// TokenIssuedAt and TokenExpiresAt bound the registration token's
+	// lifetime as its claims state it; zero when unknown.
+	TokenIssuedAt, TokenExpiresAt time.Time
 }
 
 // Source is implemented by the fleet wiring.
@@ -103,6 +107,9 @@ type Options struct {
 	// OrphanGrace is how long a FleetCluster whose Secret is no longer
 	// registered is kept before it is deleted.
 	OrphanGrace time.Duration
+	// Recorder, if set, receives a Warning Event on the FleetCluster when
+	// its credentials start expiring (CredentialsExpiring turns True).
+	Recorder record.EventRecorder
 	// ClusterKey names a cluster the way Notify, Source.EtcdObjects and the
 	// limiter's per-cluster maps do. Default: DefaultClusterKey.
 	ClusterKey func(ClusterInfo) string

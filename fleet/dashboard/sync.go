@@ -67,11 +67,13 @@ func (w *Writer) syncCluster(ctx context.Context, key string, now time.Time) rec
 	if !clusterStatusChanged(&fc.Status, &want, w.opts.ProbeRefresh) {
 		return reconcile.Result{}
 	}
+	had := fc.Status
 	fc.Status = want
 	if err := w.c.Status().Update(ctx, &fc); err != nil {
 		logWriteError(log, err, "updating the FleetCluster's status")
 		return w.retry()
 	}
+	w.announceCredentials(&fc, &had, &want)
 	return reconcile.Result{}
 }
 

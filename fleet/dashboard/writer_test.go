@@ -137,12 +137,15 @@ var _ = Describe("Writer", func() {
 		Expect(st.EtcdClusterStates[0].Name).To(Equal("b"), "worst first")
 		Expect(st.Message).To(ContainSubstring("worst: etcd/b"))
 
+		// TokenExpires has priority 1: kubectl shows it with -o wide only.
 		Expect(columns(fleetClustersPath(ns))).To(Equal([]string{
-			"Name", "Connected", "Ready", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Age"}))
+			"Name", "Connected", "Ready", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Age", "TokenExpires"}))
 		rows := table(fleetClustersPath(ns))
 		Expect(rows).To(HaveLen(1))
 		Expect(rows[0]).To(HaveKey("Age"))
+		Expect(rows[0]).To(HaveKeyWithValue("TokenExpires", "<nil>"), "no token lifetime known")
 		delete(rows[0], "Age")
+		delete(rows[0], "TokenExpires")
 		Expect(rows[0]).To(Equal(map[string]string{
 			"Name": "prod-1", "Connected": "True", "Ready": "False", "Paused": "False",
 			"EtcdClusters": "2", "Quorate": "2", "Members": "5/6", "Replaced": "3", "Throttled": "9",

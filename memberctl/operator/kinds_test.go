@@ -19,6 +19,8 @@ func TestAccessChecks(t *testing.T) {
 		{Resource: "persistentvolumeclaims", Verbs: lw},
 		{Resource: "services", Verbs: lw},
 		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: lw},
+		{Group: "etcd.etcdfleet.io", Resource: "etcdsnapshots", Verbs: lw},
+		{Group: "batch", Resource: "jobs", Verbs: lw},
 	}
 	etcd := "etcd.etcdfleet.io"
 	writes := []AccessCheck{
@@ -48,7 +50,7 @@ func TestAccessChecks(t *testing.T) {
 
 // TestKindsAreConsistent checks what the derived views rely on.
 func TestKindsAreConsistent(t *testing.T) {
-	for _, name := range []string{workload.MemberController, workload.ClusterController} {
+	for _, name := range []string{workload.MemberController, workload.ClusterController, workload.SnapshotController} {
 		if reconciled, _ := workload.Watches(name); reconciled == nil {
 			t.Errorf("controller %s reconciles no kind", name)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -30,6 +31,8 @@ type MulticlusterOptions struct {
 	Clusters workload.Source
 	// Member tunes the EtcdMember reconciler.
 	Member etcdmember.Options
+	// Snapshot tunes the EtcdSnapshot reconciler.
+	Snapshot etcdsnapshot.Options
 	// Workers is MaxConcurrentReconciles of each controller.
 	Workers int
 	// WorkersPerCluster caps the reconciles of one cluster in flight in
@@ -67,7 +70,7 @@ func (o MulticlusterOptions) controllerOptions() controller.TypedOptions[mcrecon
 	}
 }
 
-// SetupMulticluster registers the EtcdMember and EtcdCluster reconcilers
+// SetupMulticluster registers the EtcdMember, EtcdCluster and EtcdSnapshot reconcilers
 // for every cluster mgr engages, with the watches of workload.Kinds.
 func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 	m := &etcdmember.Reconciler{Clusters: o.Clusters, Options: o.Member}
@@ -83,12 +86,19 @@ func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 	}); err != nil {
 		return err
 	}
-	return o.complete(controllerFor(mgr, workload.ClusterController).WithOptions(o.controllerOptions()),
+	if err := o.complete(controllerFor(mgr, workload.ClusterController).WithOptions(o.controllerOptions()),
 		func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 			if o.ClusterReconciled != nil {
 				defer o.ClusterReconciled(string(req.ClusterName))
 			}
 			return c.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
+		}); err != nil {
+		return err
+	}
+	snaps := &etcdsnapshot.Reconciler{Clusters: o.Clusters, Options: o.Snapshot}
+	return o.complete(controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions()),
+		func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			return snaps.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
 		})
 }
 

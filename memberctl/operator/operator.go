@@ -18,6 +18,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -119,6 +120,9 @@ type Options struct {
 	Access Access
 	Gate   gate.Gate
 	Member etcdmember.Options
+	// Snapshot tunes the EtcdSnapshot reconciler; zero is
+	// etcdsnapshot.DefaultOptions.
+	Snapshot etcdsnapshot.Options
 	// MaxConcurrentReconciles per controller (default 4).
 	MaxConcurrentReconciles int
 }
@@ -133,7 +137,7 @@ func ManagerOptions(o ctrl.Options) ctrl.Options {
 	return o
 }
 
-// SetupWithManager runs both reconcilers for mgr's single cluster, whose
+// SetupWithManager runs the reconcilers for mgr's single cluster, whose
 // options came from ManagerOptions.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 	if opts.MaxConcurrentReconciles == 0 {
@@ -155,6 +159,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 		return nil, err
 	}
 	if err := etcdcluster.SetupWithManager(mgr, &etcdcluster.Reconciler{Clusters: src, Policy: opts.Member.Policy}, copts); err != nil {
+		return nil, err
+	}
+	if opts.Snapshot.Image == "" {
+		opts.Snapshot = etcdsnapshot.DefaultOptions()
+	}
+	if err := etcdsnapshot.SetupWithManager(mgr, &etcdsnapshot.Reconciler{Clusters: src, Options: opts.Snapshot}, copts); err != nil {
 		return nil, err
 	}
 	return closer, nil

@@ -1,14 +1,17 @@
 package workload
 
 import (
+	"context"
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,10 +21,11 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 )
 
-// The two reconcilers, by controller name.
+// The reconcilers, by controller name.
 const (
-	MemberController  = "etcdmember"
-	ClusterController = "etcdcluster"
+	MemberController   = "etcdmember"
+	ClusterController  = "etcdcluster"
+	SnapshotController = "etcdsnapshot"
 )
 
 // Kind is one kind the reconcilers use in a workload cluster and
@@ -67,6 +71,8 @@ func Kinds() []Kind {
 		{Object: &corev1.PersistentVolumeClaim{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
 		{Object: &corev1.Service{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
 		{Object: &policyv1.PodDisruptionBudget{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
+		{Object: &v1alpha1.EtcdSnapshot{}, Scope: namespaced, For: SnapshotController},
+		{Object: &batchv1.Job{}, Scope: namespaced, OwnedBy: []string{SnapshotController}, ManagedOnly: true},
 		{Object: &corev1.Secret{}, Scope: namespaced, Uncached: true},
 		// Written or read by name only, never watched.
 		{Object: &corev1.Event{}, Scope: namespaced},
@@ -107,4 +113,18 @@ func SetupController(mgr ctrl.Manager, name string, opts controller.Options, r r
 		b = b.Owns(o)
 	}
 	return b.WithOptions(opts).Complete(r)
+}
+
+// Reconciler reconciles objects of any workload cluster, named with each
+// request ("" for a single cluster).
+type Reconciler interface {
+	Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (reconcile.Result, error)
+}
+
+// SetupSingle registers r as the controller named name on mgr's single
+// cluster (SetupController with requests for the cluster named "").
+func SetupSingle(mgr ctrl.Manager, name string, opts controller.Options, r Reconciler) error {
+	return SetupController(mgr, name, opts, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		return r.Reconcile(ctx, "", req.NamespacedName)
+	}))
 }

@@ -73,7 +73,7 @@ func (c *conn) setSpec(s secretSpec) {
 	}
 	c.mu.Unlock()
 	c.p.update(c, func(st *ClusterState) {
-		st.SecretUID, st.Paused = s.uid, s.paused
+		st.fromSpec(s)
 		if interrupt != nil {
 			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "the kubeconfig changed; reconnecting"
 			st.ConsecutiveFailures = 0
@@ -98,7 +98,7 @@ func (c *conn) begin() (secretSpec, context.Context, context.CancelFunc) {
 	c.lastHash = spec.hash
 	c.mu.Unlock()
 	c.p.update(c, func(st *ClusterState) {
-		st.SecretUID, st.Paused = spec.uid, spec.paused
+		st.fromSpec(spec)
 		if fresh && st.Reason != ReasonConnecting {
 			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "connecting with a new kubeconfig"
 			st.ConsecutiveFailures = 0

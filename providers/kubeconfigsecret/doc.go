@@ -13,7 +13,14 @@
 // certificate, certificate-authority-data); exec and auth-provider plugins
 // and file references are refused, because whoever writes the Secret would
 // otherwise run programs in, or read files of, the operator (such as its
-// own token).
+// own token). insecure-skip-tls-verify and proxy-url are refused too
+// (ReasonInsecureKubeconfig): either hands the credential to whoever sits
+// on the path. Messages are redacted of every credential the kubeconfig
+// holds, proxy user info included.
+//
+// ClusterState.Token is the bearer token's lifetime, read from its JWT
+// claims (nbf or iat, and exp) without verifying the signature and without
+// calling the cluster: it dates a warning, it decides nothing.
 //
 // Pre-flight checks every Options.AccessChecks permission cluster-wide and
 // asks discovery whether every WatchedKinds kind is served, so missing

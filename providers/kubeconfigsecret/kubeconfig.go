@@ -55,6 +55,13 @@ func newRedactor(raw []byte, kc *clientcmdapi.Config) redactor {
 				}
 			}
 		}
+		for _, p := range proxyCredentials(kc) {
+			if strings.HasSuffix(p, "@") {
+				r = append(r, p) // user info of a URL: redact however short
+			} else {
+				add(p)
+			}
+		}
 	}
 	// Longest first, so that a secret containing another is removed whole.
 	sort.Slice(r, func(i, j int) bool { return len(r[i]) > len(r[j]) })
@@ -106,6 +113,9 @@ func parseKubeconfig(raw []byte) (*rest.Config, redactor, error) {
 	if cl := kc.Clusters[ctx.Cluster]; cl != nil && cl.CertificateAuthority != "" {
 		return nil, red, &failure{reason: ReasonInvalidKubeconfig,
 			msg: "the kubeconfig's cluster refers to a certificate-authority file; use certificate-authority-data"}
+	}
+	if f := refuseInsecure(kc.Clusters[ctx.Cluster]); f != nil {
+		return nil, red, f
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {

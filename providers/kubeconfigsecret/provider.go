@@ -69,6 +69,7 @@ type secretSpec struct {
 	// namespaces, when not empty, scope the cluster's caches and pre-flight
 	// (Options.NamespacesAnnotation).
 	namespaces []string
+	token      TokenLifetime // from data's JWT claims, zero if none
 }
 
 // New returns a Provider; call SetupWithManager before starting the
@@ -186,6 +187,7 @@ func (p *Provider) specOf(sec *corev1.Secret) secretSpec {
 		s.invalid = fmt.Sprintf("the Secret's data key %q is empty", p.opts.Key)
 	default:
 		s.data = data
+		s.token, _ = tokenLifetimeOf(data)
 	}
 	if p.opts.NamespacesAnnotation != "" {
 		s.namespaces = SplitNamespaces(sec.Annotations[p.opts.NamespacesAnnotation])
@@ -221,8 +223,9 @@ func (p *Provider) upsert(name string, spec secretSpec) {
 	}
 	c = newConn(p, name, spec)
 	p.conns[name] = c
-	p.states[name] = &ClusterState{Name: name, Namespace: p.opts.Namespace, SecretUID: spec.uid,
-		Reason: ReasonConnecting, Message: "connecting", Paused: spec.paused}
+	p.states[name] = &ClusterState{Name: name, Namespace: p.opts.Namespace,
+		Reason: ReasonConnecting, Message: "connecting"}
+	p.states[name].fromSpec(spec)
 	setClusterCounts(p.opts.Namespace, p.states)
 	p.wg.Add(1)
 	p.mu.Unlock()

@@ -30,6 +30,10 @@ type ClusterState struct {
 	LastProbeTime   time.Time
 	// Paused mirrors the Secret's paused annotation.
 	Paused bool
+	// Token is the lifetime of the kubeconfig's bearer token, read from its
+	// JWT claims without any call to the cluster; zero when the token is
+	// not a JWT with an exp claim (or there is no token).
+	Token TokenLifetime
 	// ConsecutiveFailures counts failed probes and connection attempts since
 	// the last success.
 	ConsecutiveFailures int
@@ -81,7 +85,7 @@ const (
 	ReasonError = "Error"
 )
 
-var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig,
+var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig, ReasonInsecureKubeconfig,
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
 	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonError}
 

@@ -54,7 +54,8 @@ func releaseAgent() {
 func buildAgent(out string) error {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	cmd := exec.Command("go", "build", "-o", out, agentPackage)
+	// -tags sandbox: the agent resolves Kubernetes DNS names (sandboxdns).
+	cmd := exec.Command("go", "build", "-tags", "sandbox", "-o", out, agentPackage)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -16,7 +16,9 @@ import (
 // on: ownerReference cascades, namespace cleanup, default service accounts,
 // and PVC protection (the apiserver's admission adds the pvc-protection
 // finalizer; without its controller a deleted claim never goes).
-const kcmControllers = "garbage-collector-controller,namespace-controller,serviceaccount-controller,persistentvolumeclaim-protection-controller"
+const kcmControllers = "garbage-collector-controller,namespace-controller,serviceaccount-controller,persistentvolumeclaim-protection-controller," +
+	// Snapshot Jobs: their Pods, and their removal after ttlSecondsAfterFinished.
+	"job-controller,ttl-after-finished-controller"
 
 func startControllerManager(assets, dir string, admin *rest.Config, certDir string) (*proc.Process, error) {
 	kc, err := kubeconfigFor(admin, "sandbox", "kcm")

@@ -49,3 +49,13 @@ app.kubernetes.io/part-of: etcdfleet
 {{- regexFind "[0-9]+$" . }}
 {{- end }}
 
+
+{{/* Where metrics.certSecret is mounted. */}}
+{{- define "etcdfleet.metricsCertMount" -}}
+/etc/etcdfleet/metrics-cert
+{{- end }}
+
+{{/* --metrics-cert-dir: metrics.certDir, else certSecret's mount, else "" (self-signed). */}}
+{{- define "etcdfleet.metricsCertDir" -}}
+{{- if .Values.metrics.certDir }}{{ .Values.metrics.certDir }}{{ else if .Values.metrics.certSecret }}{{ include "etcdfleet.metricsCertMount" . }}{{ end }}
+{{- end }}

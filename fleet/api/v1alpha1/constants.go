@@ -25,6 +25,17 @@ const (
 	// MissingRights, the message lists them), True when the last check found
 	// all of them. It is last known while the cluster is not connected.
 	ConditionAuthorized = "Authorized"
+	// ConditionCredentialsExpiring (FleetCluster only) is True when less than
+	// a fifth of the registration token's lifetime is left, or it expired;
+	// absent when the token states no lifetime (JWT iat or nbf, and exp).
+	ConditionCredentialsExpiring = "CredentialsExpiring"
+)
+
+// Reasons of ConditionCredentialsExpiring.
+const (
+	ReasonTokenValid    = "TokenValid"
+	ReasonTokenExpiring = "TokenExpiring"
+	ReasonTokenExpired  = "TokenExpired"
 )
 
 // Condition reasons. Controllers may add more; these are the common ones.
@@ -70,4 +81,10 @@ const (
 	// a later register of the same cluster under another name is refused
 	// before the manager has engaged the first.
 	ClusterIDAnnotation = "etcdfleet.io/cluster-id"
+	// DefaultRegistrationNamespace holds the registration Secrets unless
+	// configured otherwise. It is not the namespace the manager is
+	// installed in: the manager may read every Secret here (RBAC cannot
+	// select by label), and the install namespace holds Helm's release
+	// Secrets.
+	DefaultRegistrationNamespace = "etcdfleet-clusters"
 )

@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -64,6 +65,7 @@ var _ = Describe("FleetCluster", func() {
 	It("reports health and prints it at a glance", func() {
 		fc := create("wc-1")
 		now := metav1.Now()
+		expires := metav1.NewTime(time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC))
 		cond := func(t string, s metav1.ConditionStatus, reason string) metav1.Condition {
 			return metav1.Condition{Type: t, Status: s, Reason: reason, LastTransitionTime: now}
 		}
@@ -77,6 +79,7 @@ var _ = Describe("FleetCluster", func() {
 			ServerVersion: "v1.36.3", LastProbeTime: &now, Message: "tenant/etcd-1 lost quorum",
 			EtcdClusters: 2, QuorateEtcdClusters: 1, MembersReady: 5, MembersDesired: 6, MembersSummary: "5/6",
 			ReplacementsTotal: 9, LastReplacementTime: &now, ReplacementsWaiting: 2, ReplacementsThrottled: 7,
+			TokenExpiresAt: &expires,
 			EtcdClusterStates: []fleetv1alpha1.EtcdClusterState{
 				{Namespace: "tenant", Name: "etcd-1", ReadyMembers: 1, DesiredMembers: 3, Reason: "QuorumLost"},
 				{Namespace: "tenant", Name: "etcd-0", Available: true, Quorum: true, ReadyMembers: 3, DesiredMembers: 3},
@@ -97,5 +100,6 @@ var _ = Describe("FleetCluster", func() {
 		Expect(row).To(HaveKeyWithValue("Replaced", BeNumerically("==", 9)))
 		Expect(row).To(HaveKeyWithValue("Throttled", BeNumerically("==", 7)))
 		Expect(row).To(HaveKey("Age"))
+		Expect(row).To(HaveKeyWithValue("TokenExpires", "2027-03-01T12:00:00Z"))
 	})
 })

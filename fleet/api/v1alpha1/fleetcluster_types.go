@@ -34,7 +34,8 @@ type EtcdClusterState struct {
 
 // FleetClusterStatus reports on one workload cluster.
 type FleetClusterStatus struct {
-	// conditions: Connected, Ready, Degraded, Paused, Authorized.
+	// conditions: Connected, Ready, Degraded, Paused, Authorized, and
+	// CredentialsExpiring while the token's lifetime is known.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -53,6 +54,12 @@ type FleetClusterStatus struct {
 	// lastProbeTime is when the workload apiserver was last probed.
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+	// tokenExpiresAt is when the registration Secret's bearer token
+	// expires, read from its JWT exp claim (without any call to the
+	// workload cluster). Absent for tokens without one and for client
+	// certificates.
+	// +optional
+	TokenExpiresAt *metav1.Time `json:"tokenExpiresAt,omitempty"`
 	// message explains the most important problem, if any.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -112,6 +119,7 @@ type FleetClusterStatus struct {
 // +kubebuilder:printcolumn:name="Replaced",type=integer,JSONPath=`.status.replacementsTotal`
 // +kubebuilder:printcolumn:name="Throttled",type=integer,JSONPath=`.status.replacementsThrottled`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="TokenExpires",type=string,JSONPath=`.status.tokenExpiresAt`,priority=1
 type FleetCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -154,6 +154,10 @@ func (in *FleetClusterStatus) DeepCopyInto(out *FleetClusterStatus) {
 		in, out := &in.LastProbeTime, &out.LastProbeTime
 		*out = (*in).DeepCopy()
 	}
+	if in.TokenExpiresAt != nil {
+		in, out := &in.TokenExpiresAt, &out.TokenExpiresAt
+		*out = (*in).DeepCopy()
+	}
 	if in.LastReplacementTime != nil {
 		in, out := &in.LastReplacementTime, &out.LastReplacementTime
 		*out = (*in).DeepCopy()

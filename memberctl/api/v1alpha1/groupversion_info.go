@@ -17,7 +17,7 @@ var (
 
 	// SchemeBuilder registers the kinds of this package.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds EtcdCluster and EtcdMember (and their lists) to a scheme.
+	// AddToScheme adds EtcdCluster, EtcdMember and EtcdSnapshot (and their lists) to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -30,6 +30,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&EtcdCluster{}, &EtcdClusterList{},
 		&EtcdMember{}, &EtcdMemberList{},
+		&EtcdSnapshot{}, &EtcdSnapshotList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

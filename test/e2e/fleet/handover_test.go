@@ -155,6 +155,7 @@ func (m *managerProcess) Write(b []byte) (int, error) {
 			m.mu.Unlock()
 		}
 		_, _ = GinkgoWriter.Write([]byte("[" + m.name + "] " + line))
+		_, _ = suiteLog.Write([]byte(line))
 	}
 	return len(b), nil
 }
@@ -195,7 +196,7 @@ func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool
 		"--replacement-healthy-reset", c.Replacement.HealthyReset.String()}
 	cmd := exec.Command(bin, args...)
 	m := &managerProcess{name: name, cmd: cmd, done: make(chan struct{}), engaged: map[string]bool{},
-		metricsURL: "http://" + metricsAddr + "/metrics"}
+		metricsURL: "https://" + metricsAddr + "/metrics"}
 	cmd.Stdout, cmd.Stderr = m, m
 	// Dies with the test process, so no manager outlives a timed-out run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -242,14 +243,17 @@ func freeLoopbackAddr() string {
 // expectServedMetrics scrapes a real manager's /metrics after a heal it
 // took part in: every etcdfleet_* family the runbook and the chart's
 // dashboards rely on must be served, with the replacements it made counted
-// and every workload cluster's health gauges present.
+// and every workload cluster's health gauges present. It is served over
+// HTTPS to an authorized token only (scrape_test.go).
 func expectServedMetrics(ctx context.Context, url string) {
 	GinkgoHelper()
+	scraper, stranger := scrapeTokens(ctx)
 	var families map[string]*dto.MetricFamily
 	Eventually(func(g Gomega) {
-		resp, err := http.Get(url)
+		resp, err := getMetrics(url, scraper)
 		g.Expect(err).NotTo(HaveOccurred())
 		defer resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 		parser := expfmt.NewTextParser(model.LegacyValidation)
 		families, err = parser.TextToMetricFamilies(resp.Body)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -268,6 +272,7 @@ func expectServedMetrics(ctx context.Context, url string) {
 		replaced += m.GetCounter().GetValue()
 	}
 	Expect(replaced).To(BeNumerically(">", 0), "the new manager finished the heal, so it replaced some Pods")
+	expectMetricsRefused(url, stranger)
 }
 
 // gaugeOf returns the value of family's series with label cluster=w, or -1.

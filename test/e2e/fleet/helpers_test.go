@@ -31,6 +31,9 @@ var keysWritten = map[string]bool{}
 // labelled, not paused.
 func putSecret(ctx context.Context, name string, data map[string][]byte) {
 	GinkgoHelper()
+	for _, v := range data {
+		registered = append(registered, v)
+	}
 	s := &corev1.Secret{}
 	err := mgmtC.Get(ctx, types.NamespacedName{Namespace: secretNS, Name: name}, s)
 	if apierrors.IsNotFound(err) {

@@ -94,14 +94,8 @@ func rotationSpecs() {
 		const w = "w1"
 		// Two cluster-admin ServiceAccounts, so that the old token can be
 		// revoked (by deleting its ServiceAccount) once the new one is in.
-		ensureServiceAccount(ctx, w, "fleet-old", true)
 		ensureServiceAccount(ctx, w, "fleet-new", true)
-		oldKC, err := sb.Cluster(w).ServiceAccountKubeconfig(ctx, credsNS, "fleet-old", time.Hour)
-		Expect(err).NotTo(HaveOccurred())
-		engaged := engageCount()
-		putSecret(ctx, w, kubeconfigData(oldKC))
-		goodKubeconfig[w] = oldKC
-		Eventually(engageCount).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">", engaged))
+		registerToken(ctx, w, "fleet-old")
 		waitConnected(ctx, time.Minute, w)
 		waitHealed(ctx, time.Now(), nil, time.Minute, w)
 

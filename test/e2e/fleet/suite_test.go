@@ -7,6 +7,7 @@ package fleet_test
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -104,7 +105,8 @@ func managerConfig() settings.Config {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
+	// Everything logged is kept too: spec 6b greps it for credentials.
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &suiteLog)), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
 	start := time.Now()
 	var err error
 	sb, err = sandbox.Start(ctx, sandbox.Options{
@@ -173,6 +175,7 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	rotationSpecs()
 	duplicateSpecs()
 	rightsSpecs()
+	credentialSpecs()
 	pauseSpecs()
 	handoverSpecs()
 })

@@ -1,0 +1,191 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SnapshotPhase is where an EtcdSnapshot is in its one run.
+// +kubebuilder:validation:Enum=Pending;Started;Complete;Failed
+type SnapshotPhase string
+
+const (
+	// SnapshotPending: accepted, no Job yet.
+	SnapshotPending SnapshotPhase = "Pending"
+	// SnapshotStarted: the snapshot Job exists and has not finished.
+	SnapshotStarted SnapshotPhase = "Started"
+	// SnapshotComplete (terminal): the artifact is stored and verified.
+	SnapshotComplete SnapshotPhase = "Complete"
+	// SnapshotFailed (terminal): the snapshot was not stored; the Ready
+	// condition says why. A new EtcdSnapshot is the retry.
+	SnapshotFailed SnapshotPhase = "Failed"
+)
+
+// Terminal reports whether the phase never changes again.
+func (p SnapshotPhase) Terminal() bool { return p == SnapshotComplete || p == SnapshotFailed }
+
+// S3Location is an object in an S3-compatible store.
+type S3Location struct {
+	// endpoint is the store's URL, "https://s3.eu-west-1.amazonaws.com" or
+	// "http://seaweedfs.storage.svc:8333". Buckets are addressed by path
+	// except on AWS's own endpoints.
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^https?://[^/\s]+/?$`
+	Endpoint string `json:"endpoint"`
+
+	// bucket holds the object; it must exist.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	Bucket string `json:"bucket"`
+
+	// key of the object. Empty, or ending in "/", is a prefix: the
+	// snapshot's name plus ".db" is appended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Key string `json:"key,omitempty"`
+
+	// region of the bucket; signing needs one even where the store ignores it.
+	// +optional
+	// +kubebuilder:default="us-east-1"
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region,omitempty"`
+
+	// credentialsSecretRef names a Secret in the snapshot's namespace with
+	// the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+	// +required
+	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef"`
+}
+
+// PVCLocation is a file on a PersistentVolumeClaim.
+type PVCLocation struct {
+	// claimName is the PVC in the snapshot's namespace; it must exist.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName"`
+
+	// path of the file inside the claim. Empty, or ending in "/", is a
+	// directory: the snapshot's name plus ".db" is appended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('..')",message="pvc.path must be relative and must not contain '..'"
+	Path string `json:"path,omitempty"`
+}
+
+// SnapshotLocation is where a snapshot is stored: exactly one of s3 and pvc.
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.pvc)",message="exactly one of s3 and pvc must be set"
+type SnapshotLocation struct {
+	// +optional
+	S3 *S3Location `json:"s3,omitempty"`
+	// +optional
+	PVC *PVCLocation `json:"pvc,omitempty"`
+}
+
+// EtcdSnapshotSpec is one snapshot to take. It is immutable.
+type EtcdSnapshotSpec struct {
+	// clusterRef names the EtcdCluster in the snapshot's namespace.
+	// +required
+	ClusterRef corev1.LocalObjectReference `json:"clusterRef"`
+
+	// location the snapshot is stored at.
+	// +required
+	Location SnapshotLocation `json:"location"`
+}
+
+// SnapshotArtifact is a stored, verified snapshot.
+type SnapshotArtifact struct {
+	// uri is s3://<bucket>/<key> or pvc://<claim>/<path>.
+	URI string `json:"uri"`
+	// sizeBytes of the snapshot file.
+	SizeBytes int64 `json:"sizeBytes"`
+	// sha256 of the file in hex, computed while streaming it and checked
+	// again by reading the stored copy back.
+	SHA256 string `json:"sha256"`
+	// revision of the keyspace the snapshot holds (at least; etcd takes the
+	// snapshot at or after this revision).
+	Revision int64 `json:"revision"`
+}
+
+// EtcdSnapshotStatus is the observed state of an EtcdSnapshot.
+type EtcdSnapshotStatus struct {
+	// phase is Pending, Started, Complete or Failed; the last two are final.
+	// +optional
+	Phase SnapshotPhase `json:"phase,omitempty"`
+
+	// jobName is the snapshot Job in the snapshot's namespace.
+	// +optional
+	JobName string `json:"jobName,omitempty"`
+
+	// startedAt is when the Job was created; completedAt when the phase
+	// became final.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+
+	// artifact is set on Complete.
+	// +optional
+	Artifact *SnapshotArtifact `json:"artifact,omitempty"`
+
+	// conditions: Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdSnapshot is a one-shot snapshot of an EtcdCluster, taken by a Job in
+// the cluster's namespace and stored in S3 or on a PVC.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=esnap,categories=etcdfleet
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.artifact.sizeBytes`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.artifact.revision`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters, so that its Job (<name>-snapshot) gets a valid name"
+type EtcdSnapshot struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	Spec EtcdSnapshotSpec `json:"spec"`
+	// +optional
+	Status EtcdSnapshotStatus `json:"status,omitempty"`
+}
+
+// EtcdSnapshotList is a list of EtcdSnapshot.
+//
+// +kubebuilder:object:root=true
+type EtcdSnapshotList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdSnapshot `json:"items"`
+}
+
+// EtcdSnapshot condition reasons (of ConditionReady).
+const (
+	// ReasonJobCreated (Ready=False): the Job was created.
+	ReasonJobCreated = "JobCreated"
+	// ReasonJobRunning (Ready=False): the Job's Pod runs.
+	ReasonJobRunning = "JobRunning"
+	// ReasonJobFailed (Ready=False, Failed): the Job failed; the message
+	// carries the agent's error.
+	ReasonJobFailed = "JobFailed"
+	// ReasonSnapshotJobLost (Ready=False, Failed): the Job vanished before
+	// it reported; the snapshot is never retried.
+	ReasonSnapshotJobLost = "SnapshotJobLost"
+	// ReasonClusterNotFound (Ready=False): the EtcdCluster does not exist
+	// (yet); the snapshot stays Pending.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonInvalidLocation (Ready=False, Failed): the location cannot be
+	// used (a missing Secret key, for example).
+	ReasonInvalidLocation = "InvalidLocation"
+	// ReasonSnapshotStored (Ready=True, Complete).
+	ReasonSnapshotStored = "SnapshotStored"
+)

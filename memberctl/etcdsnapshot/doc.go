@@ -1,0 +1,46 @@
+// Package etcdsnapshot reconciles EtcdSnapshots: one snapshot of an
+// EtcdCluster, taken once by a Job in the cluster's namespace and stored in
+// S3-compatible object storage or on a PVC.
+//
+// # Setup
+//
+// memberctl/operator registers the Reconciler (SetupWithManager for one
+// cluster, SetupMulticluster for a fleet) with the watches of
+// workload.Kinds: EtcdSnapshots and the Jobs they own. Options.Image must
+// be etcdfleet's image (the manager's agentImage setting), which carries
+// etcdfleet-agent.
+//
+// # Usage
+//
+// Create an EtcdSnapshot naming the cluster and a location; watch
+// status.phase go Pending → Started → Complete (status.artifact has the
+// uri, size, sha256 and revision) or Failed (the Ready condition says why).
+// A final phase is never left: a new EtcdSnapshot is the retry.
+//
+// # Implementation details
+//
+//   - Pending: the cluster must exist and have a member with a Pod; until
+//     then the snapshot waits (ClusterNotFound) and is looked at again
+//     every Options.Requeue.
+//   - The Job (<snapshot>-snapshot, controlled by the EtcdSnapshot) runs
+//     `etcdfleet-agent snapshot-agent` (package memberctl/snapshot/agent)
+//     against the members' client URLs, with the cluster's CA and operator
+//     client certificate and the S3 credentials as Secret volumes, never as
+//     environment variables. It has no ServiceAccount token: the agent never
+//     talks to the apiserver.
+//   - The agent reports by its termination message: the Result as JSON, or
+//     its error. Once the Job is Complete or Failed the reconciler reads the
+//     newest Pod of that outcome straight from the apiserver (the cache may
+//     not hold its final status yet) and records the artifact or the error.
+//   - A Job that disappears while Started fails the snapshot
+//     (SnapshotJobLost): its outcome is unknown and it is never re-run.
+//   - Status writes use optimistic locking (Update), so a final phase is
+//     written once.
+//
+// # Trade-offs
+//
+// The Job's Pods carry managed-by=etcdfleet (so the label-narrowed Pod
+// cache sees them) but not the cluster label, which the cluster's Services
+// and PodDisruptionBudget select on. The artifact's revision is a lower
+// bound read just before the stream (etcd's stream carries none).
+package etcdsnapshot

@@ -1,0 +1,166 @@
+package etcdsnapshot
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+	"github.com/etcdfleet/etcdfleet/test/envtestenv"
+)
+
+// The decisions of the reconciler against a real kube-apiserver (envtest,
+// no Job controller and no kubelet: Jobs never run here; the sandbox e2e
+// runs them). Reconcile is called directly.
+
+var (
+	env   *envtestenv.Env
+	r     *Reconciler
+	nsSeq atomic.Int64
+)
+
+func TestSnapshots(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "memberctl/etcdsnapshot (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = envtestenv.Start(envtestenv.WorkloadCRDs, v1alpha1.AddToScheme)
+	Expect(err).NotTo(HaveOccurred())
+	cl := &workload.Cluster{Client: env.Client, Reader: env.Client, Recorder: record.NewFakeRecorder(100)}
+	r = &Reconciler{Clusters: workload.Static{C: cl}, Options: DefaultOptions()}
+})
+
+var _ = AfterSuite(func() { Expect(env.Stop()).To(Succeed()) })
+
+func newNamespace(ctx context.Context) string {
+	GinkgoHelper()
+	name := fmt.Sprintf("snap-test-%d", nsSeq.Add(1))
+	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	return name
+}
+
+func newSnapshot(ns string) *v1alpha1.EtcdSnapshot {
+	return &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "main"},
+			Location: v1alpha1.SnapshotLocation{PVC: &v1alpha1.PVCLocation{ClaimName: "backups"}}}}
+}
+
+// reconcileOnce runs one Reconcile and returns the snapshot as stored.
+func reconcileOnce(ctx context.Context, s *v1alpha1.EtcdSnapshot) *v1alpha1.EtcdSnapshot {
+	GinkgoHelper()
+	_, err := r.Reconcile(ctx, "", client.ObjectKeyFromObject(s))
+	Expect(err).NotTo(HaveOccurred())
+	got := &v1alpha1.EtcdSnapshot{}
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), got)).To(Succeed())
+	return got
+}
+
+func readyReason(s *v1alpha1.EtcdSnapshot) string {
+	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil {
+		return ""
+	}
+	return c.Reason
+}
+
+// runningCluster creates EtcdCluster main and one EtcdMember of it with a
+// Pod name, as the member controller leaves it.
+func runningCluster(ctx context.Context, ns string) {
+	GinkgoHelper()
+	Expect(env.Client.Create(ctx, &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
+		Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}})).To(Succeed())
+	m := &v1alpha1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-a",
+		Labels: map[string]string{v1alpha1.LabelCluster: "main"}},
+		Spec: v1alpha1.EtcdMemberSpec{ClusterName: "main", Version: "3.6.5",
+			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}}
+	Expect(env.Client.Create(ctx, m)).To(Succeed())
+	m.Status.PodName, m.Status.IsVoter = "main-a", true
+	Expect(env.Client.Status().Update(ctx, m)).To(Succeed())
+}
+
+var _ = Describe("EtcdSnapshot reconciler", func() {
+	It("waits Pending while the cluster is missing, then starts one Job", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		s := newSnapshot(ns)
+		Expect(env.Client.Create(ctx, s)).To(Succeed())
+		got := reconcileOnce(ctx, s)
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotPending))
+		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonClusterNotFound))
+
+		runningCluster(ctx, ns)
+		got = reconcileOnce(ctx, s)
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotStarted))
+		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonJobCreated))
+		job := &batchv1.Job{}
+		Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, job)).To(Succeed())
+		Expect(metav1.IsControlledBy(job, got)).To(BeTrue())
+		Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--file=/snapshot/s.db"))
+		Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--endpoints=http://main-a.main." + ns + ".svc:2379"))
+	})
+
+	It("fails for good with SnapshotJobLost when its Job vanishes while Started", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		s := newSnapshot(ns)
+		Expect(env.Client.Create(ctx, s)).To(Succeed())
+		s.Status.Phase = v1alpha1.SnapshotStarted
+		Expect(env.Client.Status().Update(ctx, s)).To(Succeed())
+		got := reconcileOnce(ctx, s)
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotFailed))
+		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonSnapshotJobLost))
+
+		// Sticky: with the cluster there now, nothing is started again.
+		runningCluster(ctx, ns)
+		got = reconcileOnce(ctx, s)
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotFailed))
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, &batchv1.Job{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Job after a final phase: %v", err)
+	})
+
+	It("records the artifact from the succeeded Pod's termination message", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		runningCluster(ctx, ns)
+		s := newSnapshot(ns)
+		Expect(env.Client.Create(ctx, s)).To(Succeed())
+		reconcileOnce(ctx, s)
+		job := &batchv1.Job{}
+		Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, job)).To(Succeed())
+
+		// What the Job controller and the kubelet leave behind.
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s-snapshot-x", Labels: job.Spec.Template.Labels},
+			Spec: job.Spec.Template.Spec}
+		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		pod.Status.Phase = corev1.PodSucceeded
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerID, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{Message: `{"sizeBytes":4096,"sha256":"ab12","revision":77}`}}}}
+		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+		now := metav1.Now()
+		job.Status.StartTime, job.Status.CompletionTime = &now, &now
+		job.Status.Succeeded = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+		Expect(env.Client.Status().Update(ctx, job)).To(Succeed())
+
+		got := reconcileOnce(ctx, s)
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotComplete))
+		Expect(got.Status.Artifact).To(Equal(&v1alpha1.SnapshotArtifact{URI: "pvc://backups/s.db", SizeBytes: 4096, SHA256: "ab12", Revision: 77}))
+		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonSnapshotStored))
+	})
+})

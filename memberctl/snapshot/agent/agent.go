@@ -1,0 +1,217 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Subcommand is the etcdfleet-agent subcommand that runs Run.
+const Subcommand = "snapshot-agent"
+
+// Timeouts of one run. The snapshot Job's activeDeadlineSeconds is larger
+// than DefaultTimeout, so that the agent reports its own timeout (a
+// termination message) rather than being killed silently.
+const (
+	DefaultTimeout = 25 * time.Minute
+	// dialTimeout bounds reaching a member: the Job runs next to the
+	// members, so a longer wait only hides a down cluster.
+	dialTimeout = 10 * time.Second
+)
+
+// DefaultPartSize is the multipart upload part size: the agent holds one
+// part in memory, and 16 MiB parts allow objects of up to 156 GiB (10,000
+// parts), far above etcd's largest backend.
+const DefaultPartSize = 16 << 20
+
+// Config is one snapshot run.
+type Config struct {
+	// Endpoints are the members' client URLs; the client picks one.
+	Endpoints []string
+	// CAFile verifies the members' serving certificates (https endpoints);
+	// CertFile and KeyFile are the client certificate for mTLS.
+	CAFile, CertFile, KeyFile string
+
+	// Exactly one of S3 and File is the destination.
+	S3   *S3
+	File string
+
+	// PartSize of the multipart upload (S3 only); 0 is DefaultPartSize.
+	PartSize int64
+	// Timeout of the whole run; 0 is DefaultTimeout.
+	Timeout time.Duration
+	// TerminationMessagePath receives the Result as JSON, or the error.
+	TerminationMessagePath string
+}
+
+// Result is what a successful run reports in its termination message.
+type Result struct {
+	SizeBytes int64  `json:"sizeBytes"`
+	SHA256    string `json:"sha256"`
+	Revision  int64  `json:"revision"`
+}
+
+// ParseResult reads a termination message written by a successful run.
+func ParseResult(msg string) (Result, error) {
+	var r Result
+	if err := json.Unmarshal([]byte(msg), &r); err != nil {
+		return Result{}, fmt.Errorf("snapshot agent result %q: %w", msg, err)
+	}
+	if r.SHA256 == "" || r.SizeBytes <= 0 {
+		return Result{}, fmt.Errorf("snapshot agent result %q: no checksum or size", msg)
+	}
+	return r, nil
+}
+
+// Run takes the snapshot, stores it, reads it back to verify it and writes
+// the outcome to cfg.TerminationMessagePath (the Result, or the error).
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	res, err := run(ctx, cfg)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		b, _ := json.Marshal(res)
+		msg = string(b)
+	}
+	if cfg.TerminationMessagePath != "" {
+		if werr := os.WriteFile(cfg.TerminationMessagePath, []byte(msg), 0o644); werr != nil && err == nil {
+			err = fmt.Errorf("write termination message: %w", werr)
+		}
+	}
+	return res, err
+}
+
+func run(ctx context.Context, cfg Config) (Result, error) {
+	if (cfg.S3 == nil) == (cfg.File == "") {
+		return Result{}, errors.New("exactly one destination (S3 or a file) is required")
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	store, err := newStore(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	cli, err := dial(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cli.Close()
+
+	// etcd's snapshot stream carries no revision, so take the cluster's
+	// latest one just before: a linearizable read, so the snapshot that
+	// follows holds at least this revision.
+	rev, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return Result{}, fmt.Errorf("read etcd's revision: %w", err)
+	}
+	snap, err := cli.SnapshotWithVersion(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("start etcd snapshot: %w", err)
+	}
+	defer snap.Snapshot.Close()
+	h := sha256.New()
+	counted := &countingReader{r: io.TeeReader(snap.Snapshot, h)}
+	if err := store.Put(ctx, counted); err != nil {
+		return Result{}, fmt.Errorf("store snapshot: %w", err)
+	}
+	res := Result{SizeBytes: counted.n, SHA256: hex.EncodeToString(h.Sum(nil)), Revision: rev.Header.Revision}
+	if h := snap.Header; h != nil && h.Revision > res.Revision {
+		res.Revision = h.Revision
+	}
+	if err := verify(ctx, store, res); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+func dial(cfg Config) (*clientv3.Client, error) {
+	var tlsCfg *tls.Config
+	if cfg.CAFile != "" {
+		info := transport.TLSInfo{TrustedCAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
+		var err error
+		if tlsCfg, err = info.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("etcd client TLS: %w", err)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dialTimeout, TLS: tlsCfg,
+		// Failures reach the termination message; the client's own retry
+		// warnings would only crowd the log.
+		Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("dial etcd %v: %w", cfg.Endpoints, err)
+	}
+	return cli, nil
+}
+
+// verify reads the stored copy back: its size and sha256 must be what was
+// streamed, and its last 32 bytes must be etcd's own sha256 of the rest,
+// which etcd appends to every snapshot (etcdutl checks it on restore).
+func verify(ctx context.Context, store store, want Result) error {
+	r, err := store.Open(ctx)
+	if err != nil {
+		return fmt.Errorf("read back the stored snapshot: %w", err)
+	}
+	defer r.Close()
+	whole := sha256.New()
+	body := &trailerHash{h: sha256.New()}
+	n, err := io.Copy(io.MultiWriter(whole, body), r)
+	if err != nil {
+		return fmt.Errorf("read back the stored snapshot: %w", err)
+	}
+	if got := hex.EncodeToString(whole.Sum(nil)); n != want.SizeBytes || got != want.SHA256 {
+		return fmt.Errorf("stored snapshot differs from the one streamed: %d bytes sha256 %s, want %d bytes sha256 %s",
+			n, got, want.SizeBytes, want.SHA256)
+	}
+	if !body.ok() {
+		return errors.New("stored snapshot fails etcd's own integrity hash (its last 32 bytes)")
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// trailerHash hashes everything written to it except the last 32 bytes,
+// which it keeps to compare with that hash.
+type trailerHash struct {
+	h    hash.Hash
+	tail []byte
+}
+
+func (t *trailerHash) Write(p []byte) (int, error) {
+	t.tail = append(t.tail, p...)
+	if over := len(t.tail) - sha256.Size; over > 0 {
+		t.h.Write(t.tail[:over])
+		t.tail = append(t.tail[:0], t.tail[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *trailerHash) ok() bool {
+	return len(t.tail) == sha256.Size && string(t.h.Sum(nil)) == string(t.tail)
+}

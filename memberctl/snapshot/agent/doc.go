@@ -1,0 +1,42 @@
+// Package agent is etcdfleet-agent's snapshot-agent: it streams an etcd
+// snapshot (Maintenance.Snapshot) to S3-compatible object storage or to a
+// file, verifies the stored copy, and reports the result as its
+// termination message.
+//
+// # Setup
+//
+// memberctl/etcdsnapshot builds the Job that runs it; Args and BindFlags
+// are the two sides of its command line, so they cannot drift apart.
+//
+// # Usage
+//
+//	res, err := agent.Run(ctx, agent.Config{Endpoints: eps, File: "/snapshot/a.db"})
+//
+// A successful run writes the Result (size, sha256, revision) as JSON to
+// Config.TerminationMessagePath; a failed one writes the error there.
+// ParseResult reads it back.
+//
+// # Implementation details
+//
+//   - S3 uses minio-go v7 (Apache-2.0): its PutObject streams a body of
+//     unknown length as a multipart upload, holding one part (PartSize) in
+//     memory, and aborts the upload on error; BucketLookupAuto uses
+//     path-style requests on every non-AWS store. aws-sdk-go-v2 would need
+//     its feature/s3/manager for the same streaming upload, endpoint
+//     resolver configuration for non-AWS stores, and a larger dependency
+//     tree in an image that runs in every workload cluster.
+//   - A file is written to a temporary name, synced and renamed, so a
+//     failed run never leaves half a snapshot under the final name.
+//   - The sha256 is computed while streaming. The stored copy is then read
+//     back: its size and sha256 must match, and its last 32 bytes must be
+//     etcd's own sha256 of the rest, which etcd appends to every snapshot
+//     and etcdutl checks when restoring.
+//   - The revision is a linearizable read just before the stream starts
+//     (the stream itself carries no header), so the snapshot holds at
+//     least that revision.
+//
+// # Trade-offs
+//
+// Verifying downloads the whole snapshot again: twice the transfer, for
+// the certainty that what a restore will read is what etcd sent.
+package agent

@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Flag names of the snapshot-agent subcommand. Args writes them and
+// BindFlags reads them, so the Job the controller builds and the command
+// it runs cannot drift apart.
+const (
+	flagEndpoints   = "endpoints"
+	flagCAFile      = "ca-file"
+	flagCertFile    = "cert-file"
+	flagKeyFile     = "key-file"
+	flagFile        = "file"
+	flagS3Endpoint  = "s3-endpoint"
+	flagS3Bucket    = "s3-bucket"
+	flagS3Key       = "s3-key"
+	flagS3Region    = "s3-region"
+	flagS3CredsDir  = "s3-credentials-dir"
+	flagPartSize    = "part-size"
+	flagTimeout     = "timeout"
+	flagTermMessage = "termination-message-path"
+)
+
+// BindFlags binds cfg to the subcommand's flags; S3 is set when
+// --s3-endpoint is given (see Finish).
+func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
+	fs.StringSliceVar(&cfg.Endpoints, flagEndpoints, nil, "etcd client URLs of the cluster's members")
+	fs.StringVar(&cfg.CAFile, flagCAFile, "", "CA bundle that verifies the members' serving certificates")
+	fs.StringVar(&cfg.CertFile, flagCertFile, "", "client certificate for etcd (mTLS)")
+	fs.StringVar(&cfg.KeyFile, flagKeyFile, "", "client key for etcd (mTLS)")
+	fs.StringVar(&cfg.File, flagFile, "", "store the snapshot in this file (on a mounted PVC)")
+	fs.StringVar(&s3.Endpoint, flagS3Endpoint, "", "store the snapshot in this S3-compatible store (http(s)://host[:port])")
+	fs.StringVar(&s3.Bucket, flagS3Bucket, "", "S3 bucket")
+	fs.StringVar(&s3.Key, flagS3Key, "", "S3 object key")
+	fs.StringVar(&s3.Region, flagS3Region, "us-east-1", "S3 region")
+	fs.StringVar(&s3.CredentialsDir, flagS3CredsDir, "", "directory with the files "+AccessKeyIDKey+" and "+SecretAccessKeyKey)
+	fs.Int64Var(&cfg.PartSize, flagPartSize, DefaultPartSize, "multipart upload part size in bytes (at least 5 MiB)")
+	fs.DurationVar(&cfg.Timeout, flagTimeout, DefaultTimeout, "timeout of the whole run")
+	fs.StringVar(&cfg.TerminationMessagePath, flagTermMessage, "/dev/termination-log", "where the result (JSON) or the error is written")
+}
+
+// Finish sets cfg.S3 from the bound S3 flags when an S3 endpoint was given.
+func Finish(cfg *Config, s3 *S3) {
+	if s3.Endpoint != "" {
+		cfg.S3 = s3
+	}
+}
+
+// Args are the subcommand's arguments (after the subcommand) for cfg.
+func Args(cfg Config) []string {
+	args := []string{flag(flagEndpoints, strings.Join(cfg.Endpoints, ","))}
+	opt := func(name, v string) {
+		if v != "" {
+			args = append(args, flag(name, v))
+		}
+	}
+	opt(flagCAFile, cfg.CAFile)
+	opt(flagCertFile, cfg.CertFile)
+	opt(flagKeyFile, cfg.KeyFile)
+	opt(flagFile, cfg.File)
+	if s := cfg.S3; s != nil {
+		opt(flagS3Endpoint, s.Endpoint)
+		opt(flagS3Bucket, s.Bucket)
+		opt(flagS3Key, s.Key)
+		opt(flagS3Region, s.Region)
+		opt(flagS3CredsDir, s.CredentialsDir)
+	}
+	if cfg.PartSize != 0 {
+		opt(flagPartSize, strconv.FormatInt(cfg.PartSize, 10))
+	}
+	if cfg.Timeout != 0 {
+		opt(flagTimeout, cfg.Timeout.String())
+	}
+	opt(flagTermMessage, cfg.TerminationMessagePath)
+	return args
+}
+
+func flag(name, v string) string { return fmt.Sprintf("--%s=%s", name, v) }

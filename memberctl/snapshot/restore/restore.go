@@ -1,0 +1,113 @@
+package restore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.uber.org/zap"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
+)
+
+// Subcommand is the etcdfleet-agent subcommand that runs Run.
+const Subcommand = "restore-agent"
+
+// DefaultTimeout bounds one restore: a download and a rewrite of the
+// backend, both linear in the snapshot's size.
+const DefaultTimeout = 30 * time.Minute
+
+// Config is one restore into a new member's data directory.
+type Config struct {
+	// Exactly one of S3 and File is the snapshot to restore.
+	S3   *agent.S3
+	File string
+	// SHA256, when set, must be the snapshot's (the artifact's sha256).
+	SHA256 string
+
+	// DataDir is the member's --data-dir; it must not hold a member yet.
+	DataDir string
+	// Name, PeerURLs, InitialCluster and InitialClusterToken are the
+	// member's flags of the same names. A new token gives the restored
+	// cluster a new cluster ID.
+	Name                string
+	PeerURLs            []string
+	InitialCluster      string
+	InitialClusterToken string
+
+	// Timeout of the whole run; 0 is DefaultTimeout.
+	Timeout time.Duration
+}
+
+// ErrAlreadyRestored is returned, and Run does nothing, when DataDir
+// already holds a member: a restarted Pod must keep what it wrote since.
+var ErrAlreadyRestored = errors.New("data dir already holds a member; not restoring")
+
+// Run downloads the snapshot, checks it, and writes a fresh data
+// directory from it with etcdutl's restore (which also checks etcd's own
+// trailing hash).
+func Run(ctx context.Context, cfg Config) error {
+	if (cfg.S3 == nil) == (cfg.File == "") {
+		return errors.New("exactly one source (S3 or a file) is required")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "member")); err == nil {
+		return ErrAlreadyRestored
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(cfg.DataDir)), ".restore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	file := filepath.Join(tmp, "snapshot.db")
+	if err := fetch(ctx, cfg, file); err != nil {
+		return err
+	}
+	// etcdutl refuses an existing output directory: restore beside it,
+	// then move the member directory in.
+	out := filepath.Join(tmp, "data")
+	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{SnapshotPath: file, Name: cfg.Name,
+		OutputDataDir: out, PeerURLs: cfg.PeerURLs, InitialCluster: cfg.InitialCluster,
+		InitialClusterToken: cfg.InitialClusterToken})
+	if err != nil {
+		return fmt.Errorf("etcdutl snapshot restore: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return err
+	}
+	return os.Rename(filepath.Join(out, "member"), filepath.Join(cfg.DataDir, "member"))
+}
+
+// fetch copies the snapshot to file, checking its sha256 when known.
+func fetch(ctx context.Context, cfg Config, file string) error {
+	src, err := agent.OpenStored(ctx, cfg.S3, cfg.File)
+	if err != nil {
+		return fmt.Errorf("open snapshot: %w", err)
+	}
+	defer src.Close()
+	dst, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(dst, h), src); err != nil {
+		return fmt.Errorf("download snapshot: %w", err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); cfg.SHA256 != "" && got != cfg.SHA256 {
+		return fmt.Errorf("snapshot sha256 is %s, want %s", got, cfg.SHA256)
+	}
+	return dst.Sync()
+}

@@ -1,0 +1,33 @@
+// Package objstore runs real S3-compatible object storage for tests:
+// SeaweedFS (Apache-2.0; MinIO's server is AGPL), built from the Go module
+// proxy by test/tools/seaweedfs.sh and cached outside the repo.
+//
+// # Setup
+//
+//	s, err := objstore.Start(ctx, t.TempDir())
+//	defer s.Stop()
+//	err = s.MakeBucket(ctx, "backups")
+//
+// The binary is $SEAWEEDFS_BINARY, or the script's cached build (the first
+// build takes many minutes on 2 cores; later ones are a cache hit).
+//
+// # Usage
+//
+// Give the code under test Endpoint, AccessKey and SecretKey (one admin
+// identity); use Client for assertions (objects, ETags, deletes).
+//
+// # Implementation details
+//
+// One `weed server -filer -s3` process runs the master, a volume server,
+// the filer and the S3 gateway, the lightest of weed's layouts that serves
+// S3 (`weed mini` adds an admin UI, WebDAV and maintenance workers). Every
+// port, gRPC ones included, is a free loopback port chosen at start, so
+// several servers can run at once; telemetry is off. The process dies with
+// the test binary (package proc).
+//
+// # Trade-offs
+//
+// Free ports are chosen by listening and closing, so another process could
+// take one before weed binds it; Start then fails with weed's log rather
+// than retrying.
+package objstore

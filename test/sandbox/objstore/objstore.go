@@ -1,0 +1,229 @@
+package objstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/etcdfleet/etcdfleet/test/sandbox/proc"
+)
+
+// EnvBinary names a prebuilt weed binary; unset, Binary runs
+// test/tools/seaweedfs.sh (a cache hit after the first build).
+const EnvBinary = "SEAWEEDFS_BINARY"
+
+// startTimeout bounds waiting for the S3 gateway to answer: master, volume
+// server, filer and gateway start in turn and elect a master leader (about
+// 5-15 s on a loaded 2-core machine).
+const startTimeout = 2 * time.Minute
+
+// IP is the loopback address every port binds. Not 127.0.0.1: the
+// simulated kubelet rewrites that address in container arguments to the
+// Pod's IP, and the snapshot agent gets the endpoint as an argument.
+const IP = "127.0.0.2"
+
+// Server is one running SeaweedFS with its S3 gateway on loopback.
+type Server struct {
+	// Endpoint is the S3 URL, http://<IP>:<port>.
+	Endpoint string
+	// AccessKey and SecretKey are the one admin identity.
+	AccessKey, SecretKey string
+	// Dir holds the data and weed.log.
+	Dir string
+
+	p *proc.Process
+}
+
+// Binary returns the weed binary: $SEAWEEDFS_BINARY, or the one
+// test/tools/seaweedfs.sh builds and caches.
+func Binary() (string, error) {
+	if b := os.Getenv(EnvBinary); b != "" {
+		return b, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "tools", "seaweedfs.sh")
+	out, err := exec.Command(script).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("objstore: %s: %v\n%s", script, err, ee.Stderr)
+		}
+		return "", fmt.Errorf("objstore: %s: %w", script, err)
+	}
+	return string(trimNewline(out)), nil
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// Start runs `weed server -filer -s3` in dir, every port on IP, and
+// waits until the S3 gateway serves authenticated requests.
+func Start(ctx context.Context, dir string) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{AccessKey: "etcdfleet-test", SecretKey: "etcdfleet-test-secret", Dir: dir}
+	cfg := filepath.Join(dir, "s3.json")
+	if err := writeIdentities(cfg, s.AccessKey, s.SecretKey); err != nil {
+		return nil, err
+	}
+	// Eight ports: master, volume, filer and S3 each with its gRPC port
+	// (weed's default gRPC port is the HTTP port + 10000, which parallel
+	// sandboxes could not share).
+	ports, err := freePorts(8)
+	if err != nil {
+		return nil, err
+	}
+	p := func(i int) string { return strconv.Itoa(ports[i]) }
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	log, err := os.Create(filepath.Join(dir, "weed.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	cmd := exec.Command(bin, "server",
+		"-ip="+IP, "-ip.bind="+IP, "-dir="+data,
+		// Never report anything to the internet.
+		"-master.telemetry=false",
+		"-master.port="+p(0), "-master.port.grpc="+p(1),
+		// Small volumes: the default reserves 30 GiB per volume.
+		"-master.volumeSizeLimitMB=64", "-volume.max=16",
+		"-volume.port="+p(2), "-volume.port.grpc="+p(3),
+		"-filer", "-filer.port="+p(4), "-filer.port.grpc="+p(5),
+		"-s3", "-s3.port="+p(6), "-s3.port.grpc="+p(7), "-s3.config="+cfg,
+		// The Iceberg and Lance endpoints are unused here.
+		"-s3.port.iceberg=0", "-s3.port.lance=0")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = log, log
+	if s.p, err = proc.Start(cmd); err != nil {
+		return nil, fmt.Errorf("objstore: start weed: %w", err)
+	}
+	s.Endpoint = "http://" + IP + ":" + p(6)
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		out, _ := os.ReadFile(log.Name())
+		return nil, fmt.Errorf("objstore: %w\n%s", err, tail(out, 3000))
+	}
+	return s, nil
+}
+
+// writeIdentities writes weed's S3 identity file with one admin identity.
+func writeIdentities(path, key, secret string) error {
+	type cred struct {
+		AccessKey string `json:"accessKey"`
+		SecretKey string `json:"secretKey"`
+	}
+	type identity struct {
+		Name        string   `json:"name"`
+		Credentials []cred   `json:"credentials"`
+		Actions     []string `json:"actions"`
+	}
+	b, err := json.Marshal(map[string]any{"identities": []identity{{Name: "admin",
+		Credentials: []cred{{key, secret}}, Actions: []string{"Admin", "Read", "Write", "List", "Tagging"}}}})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// waitReady polls until listing buckets succeeds: the gateway answers
+// before the filer and a volume server are up.
+func (s *Server) waitReady(ctx context.Context) error {
+	c, err := s.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	var last error
+	for {
+		select {
+		case <-s.p.Done():
+			return fmt.Errorf("weed exited: %v", s.p.Err())
+		default:
+		}
+		probe, cancelProbe := context.WithTimeout(ctx, 5*time.Second) // one request; the loop retries
+		_, last = c.ListBuckets(probe)
+		cancelProbe()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("S3 gateway not ready after %s: %v", startTimeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Client is an S3 client of the admin identity.
+func (s *Server) Client() (*minio.Client, error) {
+	return minio.New(s.Endpoint[len("http://"):], &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath, Transport: http.DefaultTransport})
+}
+
+// MakeBucket creates a bucket.
+func (s *Server) MakeBucket(ctx context.Context, name string) error {
+	c, err := s.Client()
+	if err != nil {
+		return err
+	}
+	if err := c.MakeBucket(ctx, name, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		return fmt.Errorf("objstore: make bucket %s: %w", name, err)
+	}
+	return nil
+}
+
+// Stop ends the server (SIGTERM, then SIGKILL after 5 s: weed flushes its
+// volumes on SIGTERM).
+func (s *Server) Stop() {
+	if s.p != nil {
+		s.p.Stop(5 * time.Second)
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", IP+":0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
