@@ -67,14 +67,25 @@ func engagesWithIdentity(ctx context.Context, cfg *rest.Config, namespaces ...st
 	kubeSystem, err := fleet.Cluster("w1").Clientset.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(id).To(Equal(string(kubeSystem.UID)))
-	cs, err := kubernetes.NewForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
+	cs := providerClientset(cfg)
 	denied, err := kubeconfigsecret.CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(),
 		app.AccessChecks(operator.PortForward), namespaces)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(denied).To(BeEmpty(), "pre-flight's access checks")
 	_, err = cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
 	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "no other Namespace is readable: %v", err)
+}
+
+// providerClientset is a clientset of cfg with the provider's default rate
+// limits: client-go's 5 QPS would take seconds over the dozens of reviews
+// of one CheckAccess.
+func providerClientset(cfg *rest.Config) *kubernetes.Clientset {
+	GinkgoHelper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = kubeconfigsecret.DefaultQPS, kubeconfigsecret.DefaultBurst
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
 }
 
 // The apiserver caches token authentications for 10s, so a revoked token
@@ -157,10 +168,9 @@ var _ = Describe("register's credentials", Ordered, func() {
 		Expect(w1.Clientset.RbacV1().ClusterRoleBindings().Delete(ctx, ctl.WorkloadIdentityRole, metav1.DeleteOptions{})).To(Succeed())
 		// RBAC's authorizer sees the deletion through its informers, within
 		// moments; 10s is ample.
+		ssar := providerClientset(cfg).AuthorizationV1().SelfSubjectAccessReviews()
 		Eventually(func() []string {
-			cs, err := kubernetes.NewForConfig(cfg)
-			Expect(err).NotTo(HaveOccurred())
-			denied, err := kubeconfigsecret.CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(),
+			denied, err := kubeconfigsecret.CheckAccess(ctx, ssar,
 				app.AccessChecks(operator.PortForward), []string{"team-a", "team-b"})
 			Expect(err).NotTo(HaveOccurred())
 			return denied
