@@ -40,14 +40,17 @@ func sameAdmissionPolicy(t *testing.T, cfgObjs, chartObjs []*unstructured.Unstru
 
 // TestWorkloadChartNamespacedMode: with watchNamespaces the ClusterRole is
 // bound by a RoleBinding in each namespace and by no ClusterRoleBinding, as
-// etcdfleetctl register --watch-namespaces binds it.
+// etcdfleetctl register --watch-namespaces binds it; only the identity
+// role keeps its ClusterRoleBinding.
 func TestWorkloadChartNamespacedMode(t *testing.T) {
 	objs := mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "watchNamespaces={team-a,team-b}")
 	var bound []string
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "ClusterRoleBinding":
-			t.Errorf("namespaced mode renders ClusterRoleBinding %s", o.GetName())
+			if o.GetName() != ctl.WorkloadIdentityRole {
+				t.Errorf("namespaced mode renders ClusterRoleBinding %s", o.GetName())
+			}
 		case "RoleBinding":
 			rb := convert[rbacv1.RoleBinding](t, o)
 			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: saName, Namespace: systemNS}}
@@ -64,4 +67,5 @@ func TestWorkloadChartNamespacedMode(t *testing.T) {
 		t.Errorf("RoleBindings in %v, want team-a and team-b", bound)
 	}
 	find(t, objs, "ClusterRole", ctl.WorkloadClusterRole)
+	find(t, objs, "ClusterRoleBinding", ctl.WorkloadIdentityRole)
 }

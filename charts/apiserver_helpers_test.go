@@ -198,7 +198,7 @@ func expectAccess(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns
 			res, sub, _ := strings.Cut(p.resource, "/")
 			r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: p.verb, Group: p.group, Resource: res, Subresource: sub,
+					Namespace: ns, Verb: p.verb, Group: p.group, Resource: res, Subresource: sub, Name: p.name,
 				}},
 			}, metav1.CreateOptions{})
 			if err != nil {

@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcdfleet/etcdfleet/fleet/app"
-	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
@@ -161,15 +159,12 @@ func TestOnAPIServer(t *testing.T) {
 				perms("rbac.authorization.k8s.io", "clusterroles", "create", "bind", "escalate"),
 			)...)
 			// The provider's own pre-flight checks, as it asks them.
-			var pre []perm
-			for _, c := range app.AccessChecks(operator.PortForward) {
-				res := c.Resource
-				if c.Subresource != "" {
-					res += "/" + c.Subresource
-				}
-				pre = append(pre, perms(c.Group, res, c.Verbs...)...)
-			}
-			expectAccess(ctx, t, sa, "", true, pre...)
+			expectAccess(ctx, t, sa, "", true, preflightPerms()...)
+			// The identity role reads the kube-system Namespace only.
+			expectAccess(ctx, t, sa, "", true, identityPerms...)
+			expectAccess(ctx, t, sa, "", false, append(perms("", "namespaces", "get", "list", "watch"),
+				perm{resource: "namespaces", verb: "get", name: "default"},
+				perm{resource: "namespaces", verb: "update", name: "kube-system"})...)
 
 			mustCreate(ctx, t, wc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "etcd", Name: "tls-" + ns}})
 			if _, err := sa.CoreV1().Secrets("etcd").Get(ctx, "tls-"+ns, metav1.GetOptions{}); err != nil {

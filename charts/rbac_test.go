@@ -7,26 +7,32 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 )
 
-// perm is one verb on a resource (with subresource, "pods/portforward").
-type perm struct{ group, resource, verb string }
+// perm is one verb on a resource (with subresource, "pods/portforward"),
+// or on its one object named name when set (a resourceNames rule).
+type perm struct{ group, resource, verb, name string }
 
 func (p perm) String() string {
-	if p.group == "" {
-		return p.verb + " " + p.resource
+	r := p.resource
+	if p.group != "" {
+		r += "." + p.group
 	}
-	return p.verb + " " + p.resource + "." + p.group
+	if p.name != "" {
+		r += " named " + p.name
+	}
+	return p.verb + " " + r
 }
 
 func perms(group, resource string, verbs ...string) []perm {
 	out := make([]perm, 0, len(verbs))
 	for _, v := range verbs {
-		out = append(out, perm{group, resource, v})
+		out = append(out, perm{group: group, resource: resource, verb: v})
 	}
 	return out
 }
@@ -73,8 +79,7 @@ var mgmtMetricsAuthPerms = join(
 // patch), memberctl/component/{pod,pvc,service,pdb}, memberctl/etcd (TLS Secrets
 // read by name through the APIReader), the event recorder, the port-forward
 // dialer, and the caches of every owned kind. Owner references that block
-// deletion need update on the owners' finalizers. The provider reads the
-// kube-system Namespace to identify the cluster.
+// deletion need update on the owners' finalizers.
 var workloadPerms = join(
 	perms(etcdGroup, "etcdclusters", "get", "list", "watch"),
 	perms(etcdGroup, "etcdclusters/status", "update"),
@@ -89,7 +94,6 @@ var workloadPerms = join(
 	perms("policy", "poddisruptionbudgets", "get", "list", "watch", "create", "patch", "delete"),
 	perms("", "events", "create", "patch"),
 	perms("", "secrets", "get"),
-	perms("", "namespaces", "get"),
 	// memberctl/etcdsnapshot: status update, the Job it owns (created once).
 	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch"),
 	perms(etcdGroup, "etcdsnapshots/status", "update"),
@@ -97,13 +101,25 @@ var workloadPerms = join(
 	perms("batch", "jobs", "get", "list", "watch", "create"),
 )
 
-// expand lists the permissions of RBAC rules (no wildcards allowed).
+// identityPerms are those of the identity ClusterRole, bound cluster-wide
+// in both modes: the provider reads the kube-system Namespace to identify
+// the cluster (kubeconfigsecret.KubeSystemUID).
+var identityPerms = []perm{{resource: "namespaces", verb: "get", name: "kube-system"}}
+
+const identityRole = "etcdfleet-workload-identity"
+
+// expand lists the permissions of RBAC rules (no wildcards allowed), one
+// per resource name of a resourceNames rule.
 func expand(t *testing.T, rules []rbacv1.PolicyRule) []perm {
 	t.Helper()
 	var out []perm
 	for _, r := range rules {
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+		if len(r.NonResourceURLs) > 0 {
 			t.Errorf("unexpected rule %+v", r)
+		}
+		names := r.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
@@ -111,7 +127,9 @@ func expand(t *testing.T, rules []rbacv1.PolicyRule) []perm {
 					if g == "*" || res == "*" || v == "*" {
 						t.Errorf("wildcard in rule %+v", r)
 					}
-					out = append(out, perm{g, res, v})
+					for _, n := range names {
+						out = append(out, perm{g, res, v, n})
+					}
 				}
 			}
 		}
@@ -184,20 +202,15 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 		}
 	}
 	sameAdmissionPolicy(t, cfgObjs, objs)
+	sameIdentityRole(t, cfgObjs, objs)
 	// The provider's pre-flight asks for a subset of what is granted.
 	granted := map[perm]bool{}
-	for _, p := range workloadPerms {
+	for _, p := range join(workloadPerms, identityPerms) {
 		granted[p] = true
 	}
-	for _, c := range app.AccessChecks(operator.PortForward) {
-		for _, v := range c.Verbs {
-			res := c.Resource
-			if c.Subresource != "" {
-				res += "/" + c.Subresource
-			}
-			if !granted[perm{c.Group, res, v}] {
-				t.Errorf("the provider's pre-flight checks %s, which the workload RBAC does not grant", c)
-			}
+	for _, p := range preflightPerms() {
+		if !granted[p] {
+			t.Errorf("the provider's pre-flight checks %s, which the workload RBAC does not grant", p)
 		}
 	}
 	// With the legacy token Secret, when asked for.
@@ -206,6 +219,41 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 	if chartToken.GetAnnotations()[corev1.ServiceAccountNameKey] != saName || chartToken.Object["type"] != string(corev1.SecretTypeServiceAccountToken) {
 		t.Errorf("chart token Secret %v", chartToken.Object)
 	}
+}
+
+// sameIdentityRole: config/rbac/workload and the chart grant identityPerms
+// by a ClusterRole of their own, bound cluster-wide to the manager.
+func sameIdentityRole(t *testing.T, cfgObjs, chartObjs []*unstructured.Unstructured) {
+	t.Helper()
+	role := convert[rbacv1.ClusterRole](t, find(t, cfgObjs, "ClusterRole", identityRole))
+	samePerms(t, "config/rbac/workload identity ClusterRole", expand(t, role.Rules), identityPerms)
+	chartRole := convert[rbacv1.ClusterRole](t, find(t, chartObjs, "ClusterRole", identityRole))
+	if !equalJSON(t, chartRole.Rules, role.Rules) {
+		t.Errorf("the chart's identity ClusterRole rules differ from config/rbac/workload/identity.yaml")
+	}
+	want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: saName, Namespace: systemNS}}
+	for what, objs := range map[string][]*unstructured.Unstructured{"config/rbac/workload": cfgObjs, "the chart": chartObjs} {
+		b := convert[rbacv1.ClusterRoleBinding](t, find(t, objs, "ClusterRoleBinding", identityRole))
+		if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != identityRole || !slices.Equal(b.Subjects, want) {
+			t.Errorf("%s: identity binding %+v %+v, want ClusterRole %s to %+v", what, b.RoleRef, b.Subjects, identityRole, want)
+		}
+	}
+}
+
+// preflightPerms are the provider's pre-flight checks (app.AccessChecks)
+// as perms.
+func preflightPerms() []perm {
+	var out []perm
+	for _, c := range app.AccessChecks(operator.PortForward) {
+		res := c.Resource
+		if c.Subresource != "" {
+			res += "/" + c.Subresource
+		}
+		for _, v := range c.Verbs {
+			out = append(out, perm{c.Group, res, v, c.Name})
+		}
+	}
+	return out
 }
 
 func equalJSON(t *testing.T, a, b any) bool {

@@ -26,10 +26,11 @@ func WorkloadCRDs() [][]byte { return readDir(workloadFS, "crd/workload") }
 // The admission policy comes last: its params (the ConfigMap, the
 // EtcdCluster CRD) exist by then.
 var workloadRBAC = []string{"namespace.yaml", "service_account.yaml", "cluster_role.yaml", "cluster_role_binding.yaml",
-	"admission_policy.yaml"}
+	"identity.yaml", "admission_policy.yaml"}
 
 // WorkloadManifests returns the workload-side manifests in apply order:
-// the CRDs, then the RBAC (namespace, ServiceAccount, ClusterRole, binding)
+// the CRDs, then the RBAC (namespace, ServiceAccount, ClusterRole, binding,
+// the identity role and its binding)
 // and the admission policy.
 func WorkloadManifests() [][]byte {
 	out := WorkloadCRDs()

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -204,14 +205,17 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 
 // AccessChecks are the permissions the reconcilers need with etcd access
 // a (operator.AccessChecks), as the provider's pre-flight checks them, and
-// get on namespaces, with which Identify (KubeSystemUID) reads the
-// kube-system Namespace.
+// get on the kube-system Namespace, which Identify (KubeSystemUID) reads:
+// cluster-scoped, so asked cluster-wide even in namespaced mode, where the
+// identity ClusterRole of config/rbac/workload grants it.
 func AccessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
 	var out []kubeconfigsecret.AccessCheck
 	for _, c := range operator.AccessChecks(a) {
-		out = append(out, kubeconfigsecret.AccessCheck(c))
+		out = append(out, kubeconfigsecret.AccessCheck{Group: c.Group, Resource: c.Resource,
+			Subresource: c.Subresource, Verbs: c.Verbs})
 	}
-	return append(out, kubeconfigsecret.AccessCheck{Resource: "namespaces", Verbs: []string{"get"}})
+	return append(out, kubeconfigsecret.AccessCheck{Resource: "namespaces", Name: metav1.NamespaceSystem,
+		ClusterScoped: true, Verbs: []string{"get"}})
 }
 
 // prepare installs the workload CRDs before a cluster is engaged, when

@@ -16,7 +16,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
 func registerWith(ctx context.Context, o ctl.RegisterOptions) (string, error) {
@@ -51,6 +54,38 @@ func annotations(ctx context.Context, name string) map[string]string {
 	s, err := fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return s.Annotations
+}
+
+// engagesWithIdentity checks that cfg passes the manager's pre-flight for a
+// registration watching namespaces, duplicate detection on: its Identify
+// reads the kube-system Namespace, and its access checks are all allowed,
+// asked as the provider asks them.
+func engagesWithIdentity(ctx context.Context, cfg *rest.Config, namespaces ...string) {
+	GinkgoHelper()
+	id, err := kubeconfigsecret.KubeSystemUID(ctx, cfg)
+	Expect(err).NotTo(HaveOccurred(), "the identity is readable")
+	kubeSystem, err := fleet.Cluster("w1").Clientset.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(id).To(Equal(string(kubeSystem.UID)))
+	cs := providerClientset(cfg)
+	denied, err := kubeconfigsecret.CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(),
+		app.AccessChecks(operator.PortForward), namespaces)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(denied).To(BeEmpty(), "pre-flight's access checks")
+	_, err = cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "no other Namespace is readable: %v", err)
+}
+
+// providerClientset is a clientset of cfg with the provider's default rate
+// limits: client-go's 5 QPS would take seconds over the dozens of reviews
+// of one CheckAccess.
+func providerClientset(cfg *rest.Config) *kubernetes.Clientset {
+	GinkgoHelper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = kubeconfigsecret.DefaultQPS, kubeconfigsecret.DefaultBurst
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	return cs
 }
 
 // The apiserver caches token authentications for 10s, so a revoked token
@@ -128,6 +163,21 @@ var _ = Describe("register's credentials", Ordered, func() {
 		Expect(can(ctx, cfg, "list", "", "pods", "", "team-b")).To(BeFalse())
 		Expect(can(ctx, cfg, "get", "", "secrets", "", "team-b")).To(BeFalse())
 		Expect(can(ctx, cfg, "list", "", "pods", "", "")).To(BeFalse(), "nothing cluster-wide")
+		engagesWithIdentity(ctx, cfg, "team-a")
+		By("without the identity binding, pre-flight reports the one cluster-wide permission missing")
+		Expect(w1.Clientset.RbacV1().ClusterRoleBindings().Delete(ctx, ctl.WorkloadIdentityRole, metav1.DeleteOptions{})).To(Succeed())
+		// RBAC's authorizer sees the deletion through its informers, within
+		// moments; 10s is ample.
+		ssar := providerClientset(cfg).AuthorizationV1().SelfSubjectAccessReviews()
+		Eventually(func() []string {
+			denied, err := kubeconfigsecret.CheckAccess(ctx, ssar,
+				app.AccessChecks(operator.PortForward), []string{"team-a", "team-b"})
+			Expect(err).NotTo(HaveOccurred())
+			return denied
+		}).WithTimeout(10*time.Second).Should(And(ContainElement("get namespaces named kube-system"),
+			Not(ContainElement(ContainSubstring("kube-system in namespace")))), "asked once, cluster-wide")
+		_, err = kubeconfigsecret.KubeSystemUID(ctx, cfg)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the identity is unreadable: %v", err)
 
 		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
 		Expect(err).NotTo(HaveOccurred())
@@ -135,6 +185,7 @@ var _ = Describe("register's credentials", Ordered, func() {
 		_, err = w1.Clientset.RbacV1().RoleBindings("team-a").Get(ctx, ctl.WorkloadClusterRole, metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the namespaced grant is gone")
 		Expect(can(ctx, registered(ctx, "cred"), "list", "", "pods", "", "team-b")).To(BeTrue())
+		engagesWithIdentity(ctx, registered(ctx, "cred"))
 	}, SpecTimeout(time.Minute))
 
 	It("names mirrors in the admission policy", func(ctx SpecContext) {

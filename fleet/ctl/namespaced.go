@@ -21,8 +21,11 @@ import (
 // so that it finds and removes the ones no longer wanted.
 var bindingLabels = map[string]string{"app.kubernetes.io/name": "etcdfleet-workload", "app.kubernetes.io/part-of": "etcdfleet"}
 
-// withoutClusterBinding drops the ClusterRoleBinding from manifests: in
-// namespaced mode the ClusterRole is bound per namespace instead.
+// withoutClusterBinding drops the ClusterRoleBinding of WorkloadClusterRole
+// from manifests: in namespaced mode that ClusterRole is bound per
+// namespace instead. The identity role's binding (WorkloadIdentityRole)
+// stays: no RoleBinding can grant reading the kube-system Namespace, which
+// pre-flight needs in both modes.
 func withoutClusterBinding(manifests [][]byte) ([][]byte, error) {
 	out := make([][]byte, 0, len(manifests))
 	for _, m := range manifests {
@@ -30,7 +33,7 @@ func withoutClusterBinding(manifests [][]byte) ([][]byte, error) {
 		if err := yaml.Unmarshal(m, &u.Object); err != nil {
 			return nil, err
 		}
-		if u.GetKind() != "ClusterRoleBinding" {
+		if u.GetKind() != "ClusterRoleBinding" || u.GetName() != WorkloadClusterRole {
 			out = append(out, m)
 		}
 	}

@@ -72,6 +72,8 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: PodSecretsPolicy}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: WorkloadIdentityRole}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: WorkloadIdentityRole}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: WorkloadNamespace, Name: WorkloadSA}},
 	} {
 		if err := client.IgnoreNotFound(wl.Delete(ctx, obj)); err != nil {
@@ -83,9 +85,11 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 }
 
 // Names of config/rbac/workload: the manager's ClusterRole and its
-// bindings, and the admission policies with their bindings.
+// bindings, the identity ClusterRole and its binding (same name), and the
+// admission policies with their bindings.
 const (
-	WorkloadClusterRole = "etcdfleet-workload"
-	PodsPolicy          = "etcdfleet-workload-pods"
-	PodSecretsPolicy    = "etcdfleet-workload-pod-secrets"
+	WorkloadClusterRole  = "etcdfleet-workload"
+	WorkloadIdentityRole = "etcdfleet-workload-identity"
+	PodsPolicy           = "etcdfleet-workload-pods"
+	PodSecretsPolicy     = "etcdfleet-workload-pod-secrets"
 )

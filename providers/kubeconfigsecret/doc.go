@@ -40,7 +40,11 @@
 // long as it is registered and its pre-flights read the same identity
 // (also while it is disconnected or retrying); when it is removed, or its
 // kubeconfig reaches another cluster, the refused Secrets are retried at
-// once and the first of them to pass pre-flight engages.
+// once and the first of them to pass pre-flight engages. The credentials
+// then need get on the kube-system Namespace, granted cluster-wide even for
+// a namespaced registration (a RoleBinding cannot grant it): a ClusterRole
+// with resourceNames ["kube-system"] is enough, and an AccessCheck with
+// that Name and ClusterScoped checks it.
 //
 // An engaged cluster's AccessChecks are asked again every
 // AccessRecheckInterval, and at once when a request of its clients (cache,
@@ -51,7 +55,8 @@
 //
 // Annotating it Options.NamespacesAnnotation: "a,b" registers credentials
 // granted in those namespaces only: the cluster's caches watch just them,
-// and pre-flight checks the permissions in each instead of cluster-wide.
+// and pre-flight checks the permissions in each instead of cluster-wide,
+// but for the ClusterScoped AccessChecks, which are asked cluster-wide.
 //
 // # Usage
 //

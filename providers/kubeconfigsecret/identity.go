@@ -16,7 +16,9 @@ import (
 // kube-system Namespace: every cluster has one, it never changes for the
 // cluster's life, and two clusters never share it, whatever addresses or
 // credentials reach them. Set it as Options.Identify; the credentials then
-// need get on namespaces.
+// need get on the kube-system Namespace (cluster-wide: a ClusterRole with
+// resourceNames ["kube-system"] suffices, also for a namespaced
+// registration).
 func KubeSystemUID(ctx context.Context, cfg *rest.Config) (string, error) {
 	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {

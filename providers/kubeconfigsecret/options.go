@@ -38,12 +38,23 @@ const (
 )
 
 // AccessCheck is one permission the workload-cluster credentials need,
-// verified with SelfSubjectAccessReviews (cluster-wide) before engaging.
+// verified with SelfSubjectAccessReviews before engaging: cluster-wide, or
+// in each watched namespace of a namespaced registration
+// (NamespacesAnnotation) unless ClusterScoped.
 type AccessCheck struct {
 	Group       string
 	Resource    string
 	Subresource string
-	Verbs       []string
+	// Name, if set, checks the one object of that name only
+	// (ResourceAttributes.Name), as an RBAC rule with resourceNames grants
+	// it: e.g. get on the kube-system Namespace, which Identify reads.
+	Name string
+	// ClusterScoped checks are asked cluster-wide even for a namespaced
+	// registration: they concern cluster-scoped objects (a Namespace),
+	// which RoleBindings in the watched namespaces cannot grant, so the
+	// credentials need them from a ClusterRoleBinding in both modes.
+	ClusterScoped bool
+	Verbs         []string
 }
 
 func (a AccessCheck) String() string {
@@ -53,6 +64,9 @@ func (a AccessCheck) String() string {
 	}
 	if a.Subresource != "" {
 		r += "/" + a.Subresource
+	}
+	if a.Name != "" {
+		r += " named " + a.Name
 	}
 	return strings.Join(a.Verbs, ",") + " " + r
 }
@@ -75,7 +89,8 @@ type Options struct {
 	// listing namespaces, comma-separated: that cluster's caches then watch
 	// only those namespaces (cache.Options.DefaultNamespaces), and
 	// pre-flight checks AccessChecks in each of them instead of
-	// cluster-wide, for credentials granted by RoleBindings there. A
+	// cluster-wide (but the ClusterScoped ones), for credentials granted by
+	// RoleBindings there. A
 	// Secret without the annotation is watched cluster-wide. Changing the
 	// annotation reconnects the cluster, like a new kubeconfig.
 	NamespacesAnnotation string

@@ -53,7 +53,7 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, n
 		return "", &failure{reason: ReasonMissingAPI, msg: "pre-flight: the API server does not serve " +
 			strings.Join(missing, ", ") + " (are the etcdfleet CRDs installed in the workload cluster?)"}
 	}
-	denied, err := checkAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(), c.p.opts.AccessChecks, namespaces)
+	denied, err := CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(), c.p.opts.AccessChecks, namespaces)
 	if err != nil {
 		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: access checks did not finish within %s", d),
 			"pre-flight: access check", red)
@@ -131,17 +131,30 @@ func unservedKinds(ctx context.Context, rc rest.Interface, gvks []schema.GroupVe
 	return missing, nil
 }
 
-// checkAccess asks one SelfSubjectAccessReview per check and verb, all at
+// CheckAccess asks one SelfSubjectAccessReview per check and verb, all at
 // once, cluster-wide, or in each of namespaces when the cluster's caches are
-// scoped to them. It returns the denied permissions, sorted, or the first
-// error.
-func checkAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, namespaces []string) ([]string, error) {
+// scoped to them (the ClusterScoped checks still cluster-wide). It returns
+// the denied permissions, sorted, or the first error. Pre-flight and the
+// re-checks of an engaged cluster use it; it is exported so that tools
+// (and tests) can verify credentials as the provider will.
+func CheckAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, namespaces []string) ([]string, error) {
 	if len(namespaces) == 0 {
 		return checkAccessIn(ctx, ssar, checks, "")
 	}
-	var out []string
+	var clusterScoped, namespaced []AccessCheck
+	for _, ch := range checks {
+		if ch.ClusterScoped {
+			clusterScoped = append(clusterScoped, ch)
+		} else {
+			namespaced = append(namespaced, ch)
+		}
+	}
+	out, err := checkAccessIn(ctx, ssar, clusterScoped, "")
+	if err != nil {
+		return nil, err
+	}
 	for _, ns := range namespaces {
-		denied, err := checkAccessIn(ctx, ssar, checks, ns)
+		denied, err := checkAccessIn(ctx, ssar, namespaced, ns)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +180,7 @@ func checkAccessIn(ctx context.Context, ssar authorizationv1client.SelfSubjectAc
 				defer wg.Done()
 				r, err := ssar.Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 					Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Verb: verb, Group: ch.Group, Resource: ch.Resource, Subresource: ch.Subresource, Namespace: ns,
+						Verb: verb, Group: ch.Group, Resource: ch.Resource, Subresource: ch.Subresource, Name: ch.Name, Namespace: ns,
 					}},
 				}, metav1.CreateOptions{})
 				mu.Lock()
@@ -188,8 +201,9 @@ func checkAccessIn(ctx context.Context, ssar authorizationv1client.SelfSubjectAc
 	out := make([]string, 0, len(denied))
 	for i, verbs := range denied {
 		sort.Strings(verbs)
-		out = append(out, AccessCheck{Group: checks[i].Group, Resource: checks[i].Resource,
-			Subresource: checks[i].Subresource, Verbs: verbs}.String())
+		d := checks[i]
+		d.Verbs = verbs
+		out = append(out, d.String())
 	}
 	sort.Strings(out)
 	return out, nil

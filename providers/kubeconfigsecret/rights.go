@@ -82,7 +82,7 @@ func (c *conn) checkRights(actx context.Context, s *session) {
 	w.last = time.Now()
 	ctx, cancel := context.WithTimeout(actx, c.p.opts.ProbeTimeout)
 	defer cancel()
-	denied, err := checkAccess(ctx, w.ssar, c.p.opts.AccessChecks, w.namespaces)
+	denied, err := CheckAccess(ctx, w.ssar, c.p.opts.AccessChecks, w.namespaces)
 	if err != nil {
 		c.log.V(1).Info("Access check failed", "error", s.red.redact(err.Error()))
 		return

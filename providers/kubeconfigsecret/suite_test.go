@@ -85,7 +85,7 @@ var testOptions = kubeconfigsecret.Options{
 func accessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
 	var out []kubeconfigsecret.AccessCheck
 	for _, c := range operator.AccessChecks(a) {
-		out = append(out, kubeconfigsecret.AccessCheck(c))
+		out = append(out, kubeconfigsecret.AccessCheck{Group: c.Group, Resource: c.Resource, Subresource: c.Subresource, Verbs: c.Verbs})
 	}
 	return out
 }
