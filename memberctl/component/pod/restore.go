@@ -89,11 +89,7 @@ func restoreContainer(m *v1alpha1.EtcdMember, opts BuildOptions) ([]corev1.Conta
 			corev1.ResourceCPU:    resource.MustParse("10m"),
 			corev1.ResourceMemory: resource.MustParse("64Mi"),
 		}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ReadOnlyRootFilesystem:   ptr.To(true),
-		},
+		SecurityContext: datadirguard.AgentSecurityContext(),
 	}
 	return []corev1.Container{c}, []corev1.Volume{vol}
 }
