@@ -45,7 +45,10 @@ func TestRestoreInitContainerOnTheSeedAtBootstrapOnly(t *testing.T) {
 // and the credentials Secret mounted read-only; no token, no env secrets.
 func TestRestoreInitContainerFromS3(t *testing.T) {
 	p := Build(newMember(restoringSeed(s3Loc)), BuildOptions{})
-	c := p.Spec.InitContainers[len(p.Spec.InitContainers)-1]
+	if len(p.Spec.InitContainers) != 1 {
+		t.Fatalf("want the restore init container alone, got %+v", p.Spec.InitContainers)
+	}
+	c := p.Spec.InitContainers[0]
 	args := strings.Join(c.Command, " ")
 	for _, want := range []string{"restore-agent", "--data-dir=" + DataDir, "--name=m1", "--initial-cluster=m0=http://m0.c1.ns1.svc:2380,m1=http://m1.c1.ns1.svc:2380",
 		"--initial-cluster-token=ns1-c1-uid", "--sha256=abc", "--s3-endpoint=http://s3:8333 ", "--s3-key=k/s.db", "--s3-credentials-dir=" + restoreCredsDir} {
