@@ -32,6 +32,9 @@ func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
 	if tls := ec.Spec.TLS; tls != nil {
 		m.Spec.TLS = &etcdv1.MemberTLS{ClientServerSecretRef: tls.Client.ServerSecretRef.Name, PeerSecretRef: tls.Peer.SecretRef.Name}
 	}
+	if b := ec.Spec.Bootstrap; b != nil && b.Restore != nil && b.Restore.Source.Location != nil {
+		m.Spec.Restore = &etcdv1.MemberRestore{Location: *b.Restore.Source.Location}
+	}
 	p := pod.Build(m, pod.BuildOptions{AgentImage: settings.Default().AgentImage})
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember",
 		Name: m.Name, UID: m.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
@@ -44,6 +47,13 @@ func tlsCluster(ns, name string) *etcdv1.EtcdCluster {
 		Client: &etcdv1.ClientTLSSpec{ServerSecretRef: corev1.LocalObjectReference{Name: name + "-server"}},
 		Peer:   &etcdv1.PeerTLSSpec{SecretRef: corev1.LocalObjectReference{Name: name + "-peer"}},
 	}
+	return ec
+}
+
+// restoreCluster is an EtcdCluster restored at bootstrap from loc.
+func restoreCluster(ns, name string, loc *etcdv1.SnapshotLocation) *etcdv1.EtcdCluster {
+	ec := e2eutil.NewEtcdCluster(ns, name, 1, false)
+	ec.Spec.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{Location: loc}}}
 	return ec
 }
 
@@ -75,8 +85,12 @@ func escalations(good *corev1.Pod) map[string]*corev1.Pod {
 		"a Secret mount no EtcdCluster names": with(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "cloud-credentials" }),
 		"another cluster's TLS Secret":        with(func(p *corev1.Pod) { p.Spec.Volumes[1].Secret.SecretName = "adm-other-server" }),
 		"another workload's claim":            with(func(p *corev1.Pod) { p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "postgres-data" }),
-		"a token automount":                   with(func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }),
-		"no EtcdMember controller":            with(func(p *corev1.Pod) { p.OwnerReferences = nil }),
+		"a read-only claim no EtcdCluster names": with(func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "other", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "postgres-data", ReadOnly: true}}})
+		}),
+		"a token automount":        with(func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }),
+		"no EtcdMember controller": with(func(p *corev1.Pod) { p.OwnerReferences = nil }),
 		"no cluster label, to dodge the Secrets policy": with(func(p *corev1.Pod) {
 			delete(p.Labels, etcdv1.LabelCluster)
 			p.Spec.Volumes[1].Secret.SecretName = "cloud-credentials"
@@ -107,7 +121,10 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	createNamespace(ctx, t, wc, ns, nil)
 	adm, other := tlsCluster(ns, "adm"), tlsCluster(ns, "adm-other")
 	mem := e2eutil.NewEtcdCluster(ns, "adm-mem", 1, true)
-	for _, ec := range []*etcdv1.EtcdCluster{adm, other, mem} {
+	fromS3, fromPVC := restoreCluster(ns, "adm-s3", &etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{
+		Endpoint: "http://s3:8333", Bucket: "snaps", Key: "a.db", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"}}}),
+		restoreCluster(ns, "adm-pvc", &etcdv1.SnapshotLocation{PVC: &etcdv1.PVCLocation{ClaimName: "backups", Path: "a.db"}})
+	for _, ec := range []*etcdv1.EtcdCluster{adm, other, mem, fromS3, fromPVC} {
 		mustCreate(ctx, t, wc, ec)
 		defer func() {
 			if err := wc.Delete(ctx, ec); err != nil {
@@ -132,7 +149,8 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 		}
 		return nil
 	})
-	for what, p := range map[string]*corev1.Pod{"a TLS member's Pod": good, "a memory member's Pod": memberPod(mem, "adm-mem-0")} {
+	for what, p := range map[string]*corev1.Pod{"a TLS member's Pod": good, "a memory member's Pod": memberPod(mem, "adm-mem-0"),
+		"a seed restoring from S3": memberPod(fromS3, "adm-s3-0"), "a seed restoring from a claim": memberPod(fromPVC, "adm-pvc-0")} {
 		if err := dryRunCreate(ctx, sa, p); err != nil {
 			t.Errorf("%s, as memberctl builds it, is refused: %v", what, err)
 		}
@@ -140,7 +158,7 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	for what, p := range escalations(good) {
 		policy := policyPrefix + "-pods"
 		switch what {
-		case "a Secret mount no EtcdCluster names", "another cluster's TLS Secret":
+		case "a Secret mount no EtcdCluster names", "another cluster's TLS Secret", "a read-only claim no EtcdCluster names":
 			policy = policyPrefix + "-pod-secrets"
 		case "another namespace's ServiceAccount":
 			// Refused by both policies, and by the other install's Secrets

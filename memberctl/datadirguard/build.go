@@ -33,6 +33,16 @@ type Options struct {
 	DataVolume, DataDir string
 }
 
+// AgentSecurityContext is that of every etcdfleet-agent init container of
+// a member's Pod: it writes only to its mounted volumes.
+func AgentSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ReadOnlyRootFilesystem:   ptr.To(true),
+	}
+}
+
 // ForMember returns the init container and extra volumes a memory-backed
 // member's Pod needs, and nothing for a member on a PersistentVolumeClaim
 // (its data survives a power loss, so it may resume under its ID).
@@ -67,11 +77,7 @@ func ForMember(m *v1alpha1.EtcdMember, o Options) ([]corev1.Container, []corev1.
 			corev1.ResourceCPU:    resource.MustParse("10m"),
 			corev1.ResourceMemory: resource.MustParse("16Mi"),
 		}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			ReadOnlyRootFilesystem:   ptr.To(true),
-		},
+		SecurityContext: AgentSecurityContext(),
 	}
 	v := corev1.Volume{Name: markerVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 		// Disk, not memory: the marker must outlive the tmpfs it vouches for.

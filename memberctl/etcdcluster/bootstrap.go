@@ -30,7 +30,11 @@ func (p *pass) bootstrap(ctx context.Context) (ctrl.Result, error) {
 		case len(fresh.running) > 0 || len(fresh.deleting) > 0:
 			return ctrl.Result{RequeueAfter: requeueStale}, nil
 		default:
-			if seed, err = p.createMember(ctx, true); err != nil {
+			restore, ok, err := p.seedRestore(ctx)
+			if err != nil || !ok {
+				return ctrl.Result{RequeueAfter: requeueRestoreSource}, err
+			}
+			if seed, err = p.createMember(ctx, true, restore); err != nil {
 				return ctrl.Result{}, err
 			}
 			p.event(corev1.EventTypeNormal, "MemberCreated", "Created seed member %s to bootstrap the cluster", seed.Name)
@@ -87,6 +91,7 @@ func (p *pass) tryLatch() {
 	}
 	p.ec.Status.ClusterID = formatID(v.clusterID)
 	p.discovered = true
+	p.recordRestore(seed)
 	if c := apimeta.FindStatusCondition(p.ec.Status.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Reason == v1alpha1.ReasonWaitingForSeed {
 		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonWaitingForSeed,
 			fmt.Sprintf("the seed member %s formed the cluster; growing to %s", seed.Name, goal(p.ec.Status.Observed)))

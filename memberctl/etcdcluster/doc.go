@@ -49,7 +49,10 @@
 // isVoter and the PDB; rebuild the status and write it if it changed.
 //
 // The steps, in order: wait while any member is being deleted; bootstrap
-// the seed; latch the cluster ID when the seed's MemberList is exactly the
+// the seed (with spec.bootstrap.restore, only once its EtcdSnapshot is
+// Complete, and carrying the resolved source in the seed's spec.restore;
+// see restore.go); latch the cluster ID (and, for a restored cluster,
+// record status.restoredFrom with a Restored Event) when the seed's MemberList is exactly the
 // seed; complete a member created but not yet given its initial cluster
 // (MemberAddAsLearner unless etcd already lists its peer URL, then
 // --initial-cluster from etcd's own list, sorted, URLs verbatim); wake a

@@ -61,8 +61,10 @@ func memberTLS(t *v1alpha1.TLSSpec) *v1alpha1.MemberTLS {
 	return out
 }
 
-func (p *pass) createMember(ctx context.Context, bootstrap bool) (*v1alpha1.EtcdMember, error) {
+// createMember creates a member; restore is set on a restored cluster's seed only.
+func (p *pass) createMember(ctx context.Context, bootstrap bool, restore *v1alpha1.MemberRestore) (*v1alpha1.EtcdMember, error) {
 	m := newMember(p.ec, bootstrap)
+	m.Spec.Restore = restore
 	if err := p.cl.Client.Create(ctx, m); err != nil {
 		return nil, fmt.Errorf("create member: %w", err)
 	}

@@ -77,7 +77,7 @@ func (p *pass) scaleUp(ctx context.Context) (ctrl.Result, error) {
 	if len(fresh.active) != len(ms.active) || len(fresh.deleting) > 0 || fresh.pending() != nil {
 		return ctrl.Result{RequeueAfter: requeueStale}, nil
 	}
-	m, err := p.createMember(ctx, false)
+	m, err := p.createMember(ctx, false, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -170,3 +170,14 @@ const MaxClusterNameLength = 63 - len("-client")
 // MaxReplicas is the largest spec.replicas the CRD admits: raft's write
 // latency grows with every voter, and etcd recommends 3, 5 or 7.
 const MaxReplicas = 9
+
+// Restore-at-bootstrap reasons of the EtcdCluster.
+const (
+	// ReasonWaitingForRestoreSource (Progressing=True): spec.bootstrap.restore
+	// names an EtcdSnapshot that does not exist or is not Complete yet; the
+	// seed is not created before. A Failed snapshot is reported the same
+	// way: the message says so, and the cluster must be recreated.
+	ReasonWaitingForRestoreSource = "WaitingForRestoreSource"
+	// ReasonRestored (Event): the seed formed a new cluster from a snapshot.
+	ReasonRestored = "Restored"
+)

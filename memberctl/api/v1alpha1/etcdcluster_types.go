@@ -117,6 +117,7 @@ type EtcdOptions struct {
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && self.replicas == 0 && has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="replicas may not be 0 with storage.medium Memory: a memory-backed cluster cannot be paused"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls may not be added or removed"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap may not be added or removed"
 type EtcdClusterSpec struct {
 	// replicas is the number of voting members. 0 pauses the cluster: the
 	// last member goes dormant and keeps its data.
@@ -172,6 +173,12 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// bootstrap says how the cluster starts; it applies to the seed member
+	// only, once. Fixed at creation.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap is immutable"
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 }
 
 // EtcdClusterObservedSpec is the latched copy of the spec that new members
@@ -230,6 +237,11 @@ type EtcdClusterStatus struct {
 	// clusterToken is etcd's --initial-cluster-token, "<ns>-<name>-<uid>"; latched.
 	// +optional
 	ClusterToken string `json:"clusterToken,omitempty"`
+
+	// restoredFrom is the snapshot the cluster was restored from at
+	// bootstrap (spec.bootstrap.restore).
+	// +optional
+	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
 
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -75,6 +75,12 @@ type EtcdMemberSpec struct {
 
 	// +optional
 	TLS *MemberTLS `json:"tls,omitempty"`
+
+	// restore is set on a restored cluster's seed only: its Pod's init
+	// container writes the data dir from this snapshot. Immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restore is immutable"
+	Restore *MemberRestore `json:"restore,omitempty"`
 }
 
 // ReplacementStatus records the Pod replacements of a member, for the cap,

@@ -41,7 +41,8 @@ type BuildOptions struct {
 	ImageRepository string
 	// ClusterFormed is true once the parent EtcdCluster has a clusterID.
 	ClusterFormed bool
-	// AgentImage runs the data-dir guard of memory-backed members
+	// AgentImage runs the data-dir guard of memory-backed members and the
+	// restore of a restored seed
 	// (default datadirguard.DefaultImage); see package datadirguard.
 	AgentImage string
 }
@@ -50,6 +51,10 @@ type BuildOptions struct {
 func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 	labels := v1alpha1.MemberLabels(m.Spec.ClusterName, m.Name)
 	guard, guardVolumes := datadirguard.ForMember(m, datadirguard.Options{Image: opts.AgentImage, DataVolume: dataVolume, DataDir: DataDir})
+	// The guard first: it must see the Pod's first start as a first start.
+	restore, restoreVolumes := restoreContainer(m, opts)
+	inits := append(guard, restore...)
+	extraVolumes := append(guardVolumes, restoreVolumes...)
 	if m.Status.IsVoter {
 		labels[v1alpha1.LabelRole] = v1alpha1.RoleVoter
 	}
@@ -72,9 +77,9 @@ func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 			},
 			Affinity:                  affinity(m),
 			TopologySpreadConstraints: topologySpread(m),
-			InitContainers:            guard,
+			InitContainers:            inits,
 			Containers:                []corev1.Container{container(m, opts)},
-			Volumes:                   append(volumes(m), guardVolumes...),
+			Volumes:                   append(volumes(m), extraVolumes...),
 		},
 	}
 }

@@ -19,6 +19,11 @@
 //     that has never formed (no clusterID). A seed that lost its data dir
 //     afterwards must fail loudly with "existing" rather than silently
 //     bootstrap a fresh one-member cluster that would pass readiness.
+//   - The restore init container (restore.go) runs on the same condition,
+//     for a seed with spec.restore: only the seed's first Pod of a cluster
+//     never formed restores, so a later Pod never rewrites a live member's
+//     data under its old ID from an old snapshot. It follows the data-dir
+//     guard, which must see the Pod's first start as a first start.
 //   - Liveness is a TCP check of the peer port, not etcd's /health, which
 //     fails without quorum: a quorum-aware liveness probe would let a network
 //     partition restart every member on the minority side, and then on both.

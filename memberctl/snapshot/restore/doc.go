@@ -19,10 +19,11 @@
 //
 //   - A data dir that already holds a member is left alone
 //     (ErrAlreadyRestored): a restarted Pod keeps what it wrote since.
-//   - The snapshot is downloaded beside the data dir and its sha256
+//   - The snapshot is downloaded into a work dir inside the data dir (the only writable
+//     place under a read-only root filesystem) and its sha256
 //     checked against the artifact's before anything is written; etcdutl
-//     then checks etcd's own trailing hash. The restore is written beside
-//     the data dir and its member directory moved in, so a failed restore
+//     then checks etcd's own trailing hash. The restore is written into the
+//     work dir and its member directory moved in, so a failed restore
 //     leaves no half-written member.
 //
 // # Trade-offs

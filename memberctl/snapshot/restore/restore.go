@@ -66,7 +66,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(cfg.DataDir)), ".restore-")
+	// The work dir lives inside the data dir: the data volume's mount
+	// point is the only writable place in the init container (its root
+	// filesystem is read-only), and the final rename must not cross
+	// filesystems.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(cfg.DataDir, ".restore-")
 	if err != nil {
 		return err
 	}
@@ -83,9 +90,6 @@ func Run(ctx context.Context, cfg Config) error {
 		InitialClusterToken: cfg.InitialClusterToken})
 	if err != nil {
 		return fmt.Errorf("etcdutl snapshot restore: %w", err)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return err
 	}
 	return os.Rename(filepath.Join(out, "member"), filepath.Join(cfg.DataDir, "member"))
 }
