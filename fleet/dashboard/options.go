@@ -28,6 +28,13 @@ type ClusterInfo struct {
 	LastProbeTime time.Time
 	// Paused is true when the Secret asks for this cluster to be paused.
 	Paused bool
+	// Replica is the sharding replica that owns the cluster, shown as the
+	// FleetCluster's status.replica; empty without sharding.
+	Replica string
+	// OwnedElsewhere is true, with Options.Sharded, when this replica does
+	// not own the cluster: another replica writes its FleetCluster, and
+	// this one only reads it (for the Fleet, when it leads).
+	OwnedElsewhere bool
 }
 
 // Source is implemented by the fleet wiring.
@@ -92,6 +99,11 @@ type Options struct {
 	// OrphanGrace is how long a FleetCluster whose Secret is no longer
 	// registered is kept before it is deleted.
 	OrphanGrace time.Duration
+	// Sharded runs the writer on every replica of a sharded manager: each
+	// writes the FleetClusters of the clusters it owns (those whose
+	// ClusterInfo is not OwnedElsewhere), and only the leader writes the
+	// Fleet, with status.replicas, and deletes orphans.
+	Sharded bool
 	// ClusterKey names a cluster the way Notify, Source.EtcdObjects and the
 	// limiter's per-cluster maps do. Default: DefaultClusterKey.
 	ClusterKey func(ClusterInfo) string

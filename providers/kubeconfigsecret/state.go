@@ -30,6 +30,9 @@ type ClusterState struct {
 	LastProbeTime   time.Time
 	// Paused mirrors the Secret's paused annotation.
 	Paused bool
+	// Owned is true while this replica owns the cluster (Options.Ownership;
+	// always without it). A cluster owned elsewhere has Reason NotOwned.
+	Owned bool
 	// ConsecutiveFailures counts failed probes and connection attempts since
 	// the last success.
 	ConsecutiveFailures int
@@ -71,7 +74,7 @@ const (
 
 var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig,
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
-	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonError}
+	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonError, ReasonNotOwned}
 
 // failure is an error with a Reason and a credential-free message.
 type failure struct {

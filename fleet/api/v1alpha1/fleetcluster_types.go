@@ -40,6 +40,12 @@ type FleetClusterStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// replica is the manager replica that owns this cluster and writes
+	// this status: its sharding replica ID. Empty when sharding is off.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Replica string `json:"replica,omitempty"`
+
 	// serverVersion is the workload apiserver's git version.
 	// +optional
 	ServerVersion string `json:"serverVersion,omitempty"`
@@ -104,6 +110,7 @@ type FleetClusterStatus struct {
 // +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.membersSummary`
 // +kubebuilder:printcolumn:name="Replaced",type=integer,JSONPath=`.status.replacementsTotal`
 // +kubebuilder:printcolumn:name="Throttled",type=integer,JSONPath=`.status.replacementsThrottled`
+// +kubebuilder:printcolumn:name="Replica",type=string,JSONPath=`.status.replica`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FleetCluster struct {
 	metav1.TypeMeta   `json:",inline"`
