@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,11 +164,9 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	// The EtcdCluster reconciles run on every change of an EtcdCluster or
 	// of its members (readiness, quorum, replacement counts), which is
 	// exactly what the dashboard shows.
-	return operator.SetupMulticluster(f.Manager, operator.MulticlusterOptions{
+	return operator.SetupMulticluster(f.controllerManager(), operator.MulticlusterOptions{
 		Clusters: f.registry, Member: memberOptions(c), Workers: c.Workers,
 		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
-		// Sharded, every replica reconciles the clusters it owns.
-		NeedLeaderElection: ptr.To(f.sharding == nil),
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
@@ -105,6 +106,28 @@ func (k *shareKeeper) Start(ctx context.Context) error {
 
 // NeedLeaderElection: every replica keeps its own share.
 func (k *shareKeeper) NeedLeaderElection() bool { return false }
+
+// controllerManager is the manager the reconcilers are built on: in
+// sharded mode one that adds them to run on every replica. mcr's
+// controllers (v0.24.1) embed controller.TypedController, an interface
+// without NeedLeaderElection, so controller.Options.NeedLeaderElection
+// never reaches the manager and they would run on the leader only.
+func (f *Fleet) controllerManager() mcmanager.Manager {
+	if f.sharding == nil {
+		return f.Manager
+	}
+	return unelectedManager{f.Manager}
+}
+
+// unelectedManager adds every runnable to run without leader election.
+type unelectedManager struct{ mcmanager.Manager }
+
+func (m unelectedManager) Add(r mcmanager.Runnable) error { return m.Manager.Add(unelectedAware{r}) }
+
+// unelectedAware is a multicluster runnable run on every replica.
+type unelectedAware struct{ mcmanager.Runnable }
+
+func (unelectedAware) NeedLeaderElection() bool { return false }
 
 // unelected runs a runnable on every replica, leader or not.
 type unelected struct{ manager.Runnable }

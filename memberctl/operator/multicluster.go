@@ -40,10 +40,6 @@ type MulticlusterOptions struct {
 	ClusterReconciled func(cluster string)
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
-	// NeedLeaderElection of both controllers; nil leaves
-	// controller-runtime's default (only the leader reconciles). A manager
-	// that shards clusters over its replicas sets it to false.
-	NeedLeaderElection *bool
 }
 
 // controllerOptions are set per controller: at multicluster-runtime
@@ -59,7 +55,6 @@ func (o MulticlusterOptions) controllerOptions() controller.TypedOptions[mcrecon
 		// of destructive actions is the gate's job, not the queue's.
 		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](5e6, 300e9),
 		SkipNameValidation: &skip,
-		NeedLeaderElection: o.NeedLeaderElection,
 	}
 }
 

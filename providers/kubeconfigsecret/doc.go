@@ -89,6 +89,20 @@
 // leader-elected runnable's context, never from a reconcile's, so a
 // controller ReconciliationTimeout cannot disengage clusters.
 //
+// Options.Ownership shards the clusters among replicas. Each registered
+// cluster is handed to the coordinator's Engage with a nil cluster and the
+// connection owner's context; the coordinator engages the provider's own
+// Aware for the clusters it decides this replica owns, and that context is
+// the ownership: the owner connects only while it lives, disengages when
+// it ends, and waits (Reason NotOwned) until it owns the cluster again.
+// With multicluster-runtime's sharded coordinator that means HRW over the
+// live replicas and a fence Lease per cluster, decided before anything is
+// connected. The Secret controller and the runnable then run on every
+// replica. mcr v0.24.1 derives the contexts of clusters started while
+// handling one cluster's Engage from that cluster's context; a conn's
+// context is cancelled with the cluster's name as cause, so an ownership
+// that ends because another cluster was removed is claimed again.
+//
 // Metrics on controller-runtime's registry: engage and probe latency
 // histograms and a gauge of clusters by state (see the Metric constants).
 //

@@ -31,13 +31,25 @@ type Options struct {
 	// and run concurrently on 2 cores, so the default is a generous 90 s
 	// (or $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT).
 	StartTimeout time.Duration
+	// StartConcurrency bounds how many control planes start at once
+	// (default DefaultStartConcurrency). A start is CPU-bound for a few
+	// seconds; 31 at once on 2 cores starve each other past StartTimeout.
+	StartConcurrency int
 	// Kubelet tunes the simulated kubelets (restart backoff, probe caps).
 	Kubelet kubelet.Options
 	Logf    func(format string, args ...any)
 }
 
+// DefaultStartConcurrency starts four control planes at a time: enough to
+// overlap one's I/O waits with another's CPU, few enough that each gets
+// a fair share of two cores.
+const DefaultStartConcurrency = 4
+
 func (o *Options) setDefaults() (cleanup func(), err error) {
 	cleanup = func() {}
+	if o.StartConcurrency <= 0 {
+		o.StartConcurrency = DefaultStartConcurrency
+	}
 	if o.Nodes == 0 {
 		o.Nodes = 3
 	}
@@ -76,8 +88,9 @@ type Fleet struct {
 	Dir string
 }
 
-// Start brings up the named clusters concurrently (starts are CPU-bound:
-// about 2-4 s of CPU each). On error, whatever started is stopped.
+// Start brings up the named clusters, Options.StartConcurrency at a time
+// (starts are CPU-bound: about 2-4 s of CPU each). On error, whatever
+// started is stopped.
 func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if len(opts.Clusters) == 0 {
 		return nil, errors.New("sandbox: no clusters named")
@@ -101,11 +114,14 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 		wg   sync.WaitGroup
 		errs []error
 	)
+	slots := make(chan struct{}, opts.StartConcurrency)
 	for _, name := range opts.Clusters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots <- struct{}{}
 			c, err := startCluster(ctx, name, opts, ips)
+			<-slots
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -7,6 +7,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -94,6 +95,12 @@ func managerConfig() settings.Config {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
 	start := time.Now()
+	if shardingSelected() {
+		workloads = nil
+		for i := 1; i <= shardWorkloads; i++ {
+			workloads = append(workloads, fmt.Sprintf("w%d", i))
+		}
+	}
 	var err error
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		Clusters: append([]string{"mgmt"}, workloads...),
@@ -160,4 +167,5 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	rotationSpecs()
 	pauseSpecs()
 	handoverSpecs()
+	shardSpecs()
 })
