@@ -29,7 +29,6 @@
 //     grants and of every EtcdCluster reconcile; it coalesces its writes.
 //   - The limiter's etcdfleet_limiter_* series are registered on
 //     controller-runtime's metrics registry while the manager runs.
-//
 //   - Sharded mode (sharding.enabled, shard.go): multicluster-runtime's
 //     sharded coordinator is the provider's Options.Ownership, so a replica
 //     connects only to the clusters it owns (HRW over the live replicas,

@@ -127,6 +127,6 @@ var _ = Describe("Ownership", func() {
 		Eventually(reason("own-a")).WithTimeout(30 * time.Second).Should(Equal(kubeconfigsecret.ReasonConnected))
 		claims := coord.claimCount("own-a")()
 		Expect(mgmtC.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: "own-b"}})).To(Succeed())
-		Eventually(coord.claimCount("own-a")).WithTimeout(5 * time.Second).Should(Equal(claims+1), "own-a is handed to the coordinator again")
+		Eventually(coord.claimCount("own-a")).WithTimeout(5*time.Second).Should(Equal(claims+1), "own-a is handed to the coordinator again")
 	})
 })

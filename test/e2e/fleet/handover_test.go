@@ -201,10 +201,13 @@ func (m *managerProcess) endLocked(cluster string, t time.Time) {
 	}
 }
 
-// kill SIGKILLs the process: no lease release, no graceful shutdown. Its
-// engagements end now.
-func (m *managerProcess) kill() {
-	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+// kill SIGKILLs the process: no lease release, no graceful shutdown.
+func (m *managerProcess) kill() { m.end(syscall.SIGKILL) }
+
+// end signals the process, waits for it to exit, and ends its
+// engagements.
+func (m *managerProcess) end(sig syscall.Signal) {
+	_ = m.cmd.Process.Signal(sig)
 	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()

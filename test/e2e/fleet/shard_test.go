@@ -79,18 +79,32 @@ func shardSpecs() {
 			expectHealedWithinBound(ctx, logs, before, rebootAt, load)
 			expectOwnedOnce(ctx, survivors)
 
-			By("scaling 3→2 (a graceful stop) and back to 3")
-			replicas = append(survivors, start(ctx, victim.name)) // 3 again after the kill
+			By("restarting the killed replica, then scaling 3→2 (a graceful stop) and back to 3")
+			// A replica that comes back under its name ranks first for the
+			// same clusters as before (HRW), so getting them back is the
+			// rebalance.
+			replicas = append(survivors, rejoin(ctx, start, victim, orphans))
 			expectOwnedOnce(ctx, replicas)
 			leaving := replicas[0]
+			had := leaving.current()
 			leaving.stop()
 			expectOwnedOnce(ctx, replicas[1:])
-			replicas = append(replicas[1:], start(ctx, leaving.name))
+			replicas = append(replicas[1:], rejoin(ctx, start, leaving, had))
 			expectOwnedOnce(ctx, replicas)
 			expectNoOverlap(append(replicas, victim, leaving))
 			expectKeys(ctx, workloads...)
 		}, SpecTimeout(8*time.Minute))
 	})
+}
+
+// rejoin starts a replica under old's name and waits until it owns had
+// again, the clusters old owned.
+func rejoin(ctx context.Context, start func(context.Context, string) *managerProcess, old *managerProcess, had []string) *managerProcess {
+	GinkgoHelper()
+	m := start(ctx, old.name)
+	Eventually(m.current).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
+		Should(ConsistOf(had), "%s rejoined and took back its clusters", m.name)
+	return m
 }
 
 // current returns the clusters the process has engaged now, sorted.
@@ -101,15 +115,7 @@ func (m *managerProcess) current() []string {
 }
 
 // stop ends the process gracefully (SIGTERM), as a scale-down does.
-func (m *managerProcess) stop() {
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	<-m.done
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for c := range m.since {
-		m.endLocked(c, time.Now())
-	}
-}
+func (m *managerProcess) stop() { m.end(syscall.SIGTERM) }
 
 // engagedBy names the process among ms that has w engaged now, or "".
 func engagedBy(ms []*managerProcess, w string) string {
