@@ -92,8 +92,12 @@ sandbox: ## Start a local management cluster and workload clusters and print the
 	@$(ASSETS_ENV) test/tools/assets.sh >/dev/null
 	$(TEST_ENV) go run ./test/demo --sandbox-only --clusters 1
 
+.PHONY: bench-scale
+bench-scale: ## Register BENCH_SCALE_CLUSTERS (default 100) lite clusters with 1 and 3 replicas: time to Connected, memory, goroutines and API requests per cluster.
+	$(TEST_ENV) go test -count=1 -timeout 60m -run '^$$' -bench BenchmarkScale -benchtime 1x ./test/bench/scale/
+
 .PHONY: bench
-bench: ## Run the benchmarks and print their figures (replacement latency, fleet heal time, memory).
+bench: ## Run the benchmarks and print their figures (replacement latency, fleet heal time, memory, scale).
 	$(TEST_ENV) go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/... ./fleet/limiter/...
 
 $(HELM):
