@@ -373,4 +373,3 @@ func writeProfile(b *testing.B, path, profile string) {
 		b.Fatal(err)
 	}
 }
-
