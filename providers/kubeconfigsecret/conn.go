@@ -105,7 +105,11 @@ func (c *conn) begin(own context.Context) (secretSpec, context.Context, context.
 	c.mu.Unlock()
 	c.p.update(c, func(st *ClusterState) {
 		st.SecretUID, st.Paused, st.Owned = spec.uid, spec.paused, true
-		if fresh || st.Reason == ReasonNotOwned && st.Reason != ReasonConnecting {
+		switch {
+		case st.Reason == ReasonNotOwned:
+			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "connecting"
+			st.ConsecutiveFailures = 0
+		case fresh && st.Reason != ReasonConnecting:
 			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "connecting with a new kubeconfig"
 			st.ConsecutiveFailures = 0
 		}
