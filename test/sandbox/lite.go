@@ -40,7 +40,7 @@ type LiteOptions struct {
 // asks of a fleet manager: connect, pre-flight, cache, probe.
 type LiteFleet struct {
 	etcd *envtest.Etcd
-	envs []*envtest.Environment
+	apis []*envtest.APIServer
 	// Clusters in the order named.
 	Clusters []*LiteCluster
 }
@@ -63,9 +63,9 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 	if _, err := o.setDefaults(); err != nil {
 		return nil, err
 	}
+	// envtest's ControlPlane would start an etcd of its own with each
+	// apiserver, so the apiservers are started alone on this one.
 	f := &LiteFleet{etcd: &envtest.Etcd{Path: filepath.Join(o.AssetsDir, "etcd"), StartTimeout: o.StartTimeout, Out: io.Discard, Err: io.Discard}}
-	// The etcd keeps every cluster's objects; its default 2 GiB quota and
-	// snapshot settings are plenty for idle clusters.
 	if err := f.etcd.Start(); err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
@@ -75,7 +75,7 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 		}
 	}()
 	f.Clusters = make([]*LiteCluster, len(opts.Clusters))
-	f.envs = make([]*envtest.Environment, len(opts.Clusters))
+	f.apis = make([]*envtest.APIServer, len(opts.Clusters))
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
@@ -88,10 +88,10 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			env, c, err := f.startLite(name, i, opts.CRDDirs, o)
+			api, c, err := f.startLite(name, i, opts.CRDDirs, o)
 			mu.Lock()
 			defer mu.Unlock()
-			f.envs[i] = env
+			f.apis[i] = api
 			if err != nil {
 				errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
 				return
@@ -103,35 +103,35 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 	return f, errors.Join(errs...)
 }
 
-// startLite starts cluster i's apiserver on the shared etcd.
-func (f *LiteFleet) startLite(name string, i int, crdDirs []string, o Options) (*envtest.Environment, *LiteCluster, error) {
-	api := &envtest.APIServer{Path: filepath.Join(o.AssetsDir, "kube-apiserver"), StartTimeout: o.StartTimeout, Out: io.Discard, Err: io.Discard}
+// startLite starts cluster i's apiserver on the shared etcd and installs
+// the CRDs.
+func (f *LiteFleet) startLite(name string, i int, crdDirs []string, o Options) (*envtest.APIServer, *LiteCluster, error) {
+	prefix := fmt.Sprintf("/lite/%d", i)
+	api := &envtest.APIServer{Path: filepath.Join(o.AssetsDir, "kube-apiserver"), EtcdURL: f.etcd.URL,
+		StartTimeout: o.StartTimeout, StopTimeout: 30 * time.Second, Out: io.Discard, Err: io.Discard}
 	api.Configure().
-		Set("etcd-prefix", fmt.Sprintf("/lite/%d", i)).
+		Set("etcd-prefix", prefix).
 		// No watch cache: each apiserver would otherwise keep every object
 		// of its cluster in memory, the largest part of an idle one.
 		Set("watch-cache", "false")
-	env := &envtest.Environment{
-		ControlPlane:      envtest.ControlPlane{Etcd: f.etcd, APIServer: api},
-		CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: true,
-		ControlPlaneStartTimeout: o.StartTimeout, ControlPlaneStopTimeout: 30 * time.Second,
+	if err := api.Start(); err != nil {
+		return api, nil, fmt.Errorf("start apiserver: %w", err)
 	}
-	if _, err := env.Start(); err != nil {
-		return env, nil, fmt.Errorf("start apiserver: %w", err)
-	}
-	admin, err := env.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
+	cfg, err := api.SecureServing.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, &rest.Config{})
 	if err != nil {
-		return env, nil, err
+		return api, nil, err
 	}
-	c := &LiteCluster{Name: name, Config: admin.Config()}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crdDirs, ErrorIfPathMissing: true}); err != nil {
+		return api, nil, fmt.Errorf("install CRDs: %w", err)
+	}
+	c := &LiteCluster{Name: name, Config: cfg, PID: pidWithArg("--etcd-prefix=" + prefix)}
 	if c.Kubeconfig, err = kubeconfigFor(c.Config, name, "sandbox-admin"); err != nil {
-		return env, nil, err
+		return api, nil, err
 	}
 	if c.Clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
-		return env, nil, err
+		return api, nil, err
 	}
-	c.PID = pidWithArg("--etcd-prefix=" + api.Configure().Get("etcd-prefix").Get(nil)[0])
-	return env, c, nil
+	return api, c, nil
 }
 
 // pidWithArg finds the process whose command line has arg (envtest does
@@ -151,13 +151,12 @@ func pidWithArg(arg string) int {
 	return 0
 }
 
-// Stop stops every apiserver, then the etcd. (An Environment's Stop would
-// stop the shared etcd with the first apiserver.)
+// Stop stops every apiserver, then the etcd.
 func (f *LiteFleet) Stop() error {
 	var errs []error
-	for _, env := range f.envs {
-		if env != nil && env.ControlPlane.APIServer != nil {
-			errs = append(errs, env.ControlPlane.APIServer.Stop())
+	for _, api := range f.apis {
+		if api != nil {
+			errs = append(errs, api.Stop())
 		}
 	}
 	errs = append(errs, f.etcd.Stop())
