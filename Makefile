@@ -61,6 +61,8 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	  echo "binaries: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(TEST_ENV) go test $(GO_TEST_FLAGS) ./...; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-e2e-shard; \
+	  echo "sharding e2e: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz; \
 	  echo "fuzz: $$(( $$(date +%s) - start ))s"
 
