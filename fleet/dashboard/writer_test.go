@@ -155,8 +155,8 @@ var _ = Describe("Writer", func() {
 		out, err := io.ReadAll(stdout)
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("kubectl get fleetclusters -n %s\n%s", ns, out)
-		Expect(string(out)).To(MatchRegexp(`NAME\s+CONNECTED\s+READY\s+PAUSED\s+ETCDCLUSTERS\s+QUORATE\s+MEMBERS\s+REPLACED\s+THROTTLED\s+AGE`))
-		Expect(string(out)).To(MatchRegexp(`prod-1\s+True\s+False\s+False\s+2\s+2\s+5/6\s+3\s+9\s+\d+s`))
+		Expect(string(out)).To(MatchRegexp(`NAME\s+CONNECTED\s+READY\s+PAUSED\s+ETCDCLUSTERS\s+QUORATE\s+MEMBERS\s+REPLACED\s+THROTTLED\s+REPLICA\s+AGE`))
+		Expect(string(out)).To(MatchRegexp(`prod-1\s+True\s+False\s+False\s+2\s+2\s+5/6\s+3\s+9\s+manager-0\s+\d+s`))
 
 		By("disconnecting the cluster: Connected=False with the reason, etcd counts kept")
 		src.update(ns, "prod-1", func(c *ClusterInfo) {

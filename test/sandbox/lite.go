@@ -121,6 +121,8 @@ func (f *LiteFleet) startLite(name string, i int, crdDirs []string, o Options) (
 	if err != nil {
 		return api, nil, err
 	}
+	// What envtest's AuthenticatedUser.Config adds: where and whom to trust.
+	cfg.Host, cfg.CAData = api.SecureServing.URL("https", "/").String(), api.SecureServing.CA
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crdDirs, ErrorIfPathMissing: true}); err != nil {
 		return api, nil, fmt.Errorf("install CRDs: %w", err)
 	}
