@@ -109,34 +109,48 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	}
 	f := &Fleet{clusters: map[string]*Cluster{}, names: append([]string(nil), opts.Clusters...), cleanup: cleanup, Dir: opts.Dir}
 	ips := kubelet.NewIPAllocator()
+	var mu sync.Mutex
+	err = startEach(opts.Clusters, opts.StartConcurrency, func(_ int, name string) error {
+		c, err := startCluster(ctx, name, opts, ips)
+		if err == nil {
+			mu.Lock()
+			f.clusters[name] = c
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		_ = f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+// startEach calls start for every name, at most concurrency at a time,
+// and joins the errors, each naming its cluster.
+func startEach(names []string, concurrency int, start func(i int, name string) error) error {
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
 		errs []error
 	)
-	slots := make(chan struct{}, opts.StartConcurrency)
-	for _, name := range opts.Clusters {
+	slots := make(chan struct{}, concurrency)
+	for i, name := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			slots <- struct{}{}
-			c, err := startCluster(ctx, name, opts, ips)
+			err := start(i, name)
 			<-slots
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
+				mu.Lock()
 				errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
-				return
+				mu.Unlock()
 			}
-			f.clusters[name] = c
 		}()
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		_ = f.Stop()
-		return nil, errors.Join(errs...)
-	}
-	return f, nil
+	return errors.Join(errs...)
 }
 
 // Cluster returns the named cluster, or nil.

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -76,31 +75,16 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 	}()
 	f.Clusters = make([]*LiteCluster, len(opts.Clusters))
 	f.apis = make([]*envtest.APIServer, len(opts.Clusters))
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	slots := make(chan struct{}, o.StartConcurrency)
-	for i, name := range opts.Clusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			api, c, err := f.startLite(name, i, opts.CRDDirs, o)
-			mu.Lock()
-			defer mu.Unlock()
-			f.apis[i] = api
-			if err != nil {
-				errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
-				return
-			}
-			f.Clusters[i] = c
-		}()
+	err = startEach(opts.Clusters, o.StartConcurrency, func(i int, name string) error {
+		// Each goroutine writes its own index.
+		api, c, err := f.startLite(name, i, opts.CRDDirs, o)
+		f.apis[i], f.Clusters[i] = api, c
+		return err
+	})
+	if err != nil {
+		return nil, err // stopped by the deferred Stop
 	}
-	wg.Wait()
-	return f, errors.Join(errs...)
+	return f, nil
 }
 
 // startLite starts cluster i's apiserver on the shared etcd and installs
