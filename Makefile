@@ -69,6 +69,8 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(TEST_ENV) go test $(GO_TEST_FLAGS) ./...; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-e2e-shard; \
+	  echo "sharding e2e: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz; \
 	  echo "fuzz: $$(( $$(date +%s) - start ))s"
 
@@ -86,6 +88,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 10s); make test runs it too.
 test-e2e: ## Run only the sandbox e2e suites under test/.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./test/...
 
+.PHONY: test-e2e-shard
+test-e2e-shard: ## Run the sharding e2e: 3 manager replicas with --shard over 6 workload clusters (its own sandbox).
+	$(TEST_ENV) go test -count=1 -timeout 15m ./test/e2e/fleet/ -ginkgo.label-filter=shard
+
 .PHONY: demo
 demo: ## Run the main job on a local fleet: register clusters, reboot every node, watch them heal (DEMO_ARGS=--keep leaves it up).
 	@$(ASSETS_ENV) test/tools/assets.sh >/dev/null
@@ -96,8 +102,12 @@ sandbox: ## Start a local management cluster and workload clusters and print the
 	@$(ASSETS_ENV) test/tools/assets.sh >/dev/null
 	$(TEST_ENV) go run ./test/demo --sandbox-only --clusters 1
 
+.PHONY: bench-scale
+bench-scale: ## Register BENCH_SCALE_CLUSTERS (default 100) lite clusters with 1 and 3 replicas: time to Connected, memory, goroutines and API requests per cluster.
+	$(TEST_ENV) go test -count=1 -timeout 60m -run '^$$' -bench BenchmarkScale -benchtime 1x ./test/bench/scale/
+
 .PHONY: bench
-bench: ## Run the benchmarks and print their figures (replacement latency, fleet heal time, memory).
+bench: ## Run the benchmarks and print their figures (replacement latency, fleet heal time, memory, scale).
 	$(TEST_ENV) go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/... ./fleet/limiter/...
 
 $(HELM):

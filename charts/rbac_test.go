@@ -50,7 +50,7 @@ const (
 // writes next to their Secrets (fleet/dashboard/sync.go).
 var mgmtNamespacedPerms = join(
 	perms("", "secrets", "get", "list", "watch"),
-	perms("coordination.k8s.io", "leases", "get", "create", "update"),
+	perms("coordination.k8s.io", "leases", "get", "list", "create", "update", "delete"), // peers and fences too
 	perms("", "events", "create", "patch"),
 	perms(fleetGroup, "fleetclusters", "create", "update", "delete"),
 	perms(fleetGroup, "fleetclusters/status", "update"),

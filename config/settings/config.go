@@ -35,6 +35,7 @@ type Config struct {
 	Replacement ReplacementConfig `mapstructure:"replacement"`
 	Clusters    ClustersConfig    `mapstructure:"clusters"`
 	Dashboard   DashboardConfig   `mapstructure:"dashboard"`
+	Sharding    ShardingConfig    `mapstructure:"sharding"`
 
 	MetricsBindAddress string `mapstructure:"metricsBindAddress"`
 	// MetricsSecure serves /metrics over HTTPS with authentication and
@@ -84,6 +85,31 @@ type DashboardConfig struct {
 	Resync      time.Duration `mapstructure:"resync"`
 }
 
+// ShardingConfig spreads the workload clusters over the manager's replicas
+// with multicluster-runtime's sharded coordinator (see fleet/app).
+type ShardingConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// ReplicaID names this replica in the peer and fence Leases; empty
+	// takes the host name (the Pod's name).
+	ReplicaID string `mapstructure:"replicaID"`
+	// LeaseDuration of the per-cluster fence Leases; they are renewed
+	// every third of it.
+	LeaseDuration time.Duration `mapstructure:"leaseDuration"`
+	// SyncInterval is how often ownership is recomputed.
+	SyncInterval time.Duration `mapstructure:"syncInterval"`
+}
+
+// Sharding defaults. They are the manager's own: multicluster-runtime's
+// (20s fences, 5s sync) are options of its coordinator, not exported.
+const (
+	// DefaultShardLeaseDuration: a dead replica's clusters are taken over
+	// within this (plus a sync), and a live one renews every third of it.
+	DefaultShardLeaseDuration = 15 * time.Second
+	// DefaultShardSyncInterval is how often each replica recomputes which
+	// clusters it owns; a takeover waits for the next one.
+	DefaultShardSyncInterval = 5 * time.Second
+)
+
 // Default returns the defaults. Those of the limiter, the replacement
 // policy, the workload clients and the dashboard are the packages' own
 // (their Default* values), so there is one place for each; the rest are the
@@ -105,6 +131,7 @@ func Default() Config {
 			PreflightTimeout: kubeconfigsecret.DefaultPreflightTimeout, ProbeInterval: kubeconfigsecret.DefaultProbeInterval,
 			ProbeTimeout: kubeconfigsecret.DefaultProbeTimeout, FailureThreshold: kubeconfigsecret.DefaultFailureThreshold},
 		Dashboard:              DashboardConfig{MinInterval: dashboard.DefaultMinInterval, Resync: dashboard.DefaultResync},
+		Sharding:               ShardingConfig{LeaseDuration: DefaultShardLeaseDuration, SyncInterval: DefaultShardSyncInterval},
 		MetricsBindAddress:     ":8080",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",

@@ -111,6 +111,11 @@ func (c Config) Validate() error {
 	if c.Clusters.FailureThreshold < 1 || c.Clusters.QPS <= 0 || c.Clusters.Burst < 1 {
 		errs = append(errs, "clusters.failureThreshold and clusters.burst must be at least 1 and clusters.qps > 0")
 	}
+	if sh := c.Sharding; sh.Enabled && sh.LeaseDuration < 3*time.Second {
+		// Fences are renewed every third of it, and Lease durations are
+		// whole seconds.
+		errs = append(errs, fmt.Sprintf("sharding.leaseDuration must be at least 3s, got %s", sh.LeaseDuration))
+	}
 	if c.Clusters.ProbeTimeout >= c.Clusters.ProbeInterval {
 		errs = append(errs, "clusters.probeTimeout must be shorter than clusters.probeInterval")
 	}

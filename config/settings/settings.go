@@ -76,6 +76,10 @@ func Settings(c *Config) []Setting {
 		{"leaderElection", "leader-elect", "Elect a leader so that only one replica acts; others stand by.", "leaderElection.enabled", &c.LeaderElection},
 		{"agentImage", "agent-image", "Image of the data-dir guard init container in memory-backed members' Pods and of EtcdSnapshot Jobs; it must hold etcdfleet-agent, as the etcdfleet image does (mirror it for air-gapped registries, and allow the mirror in the workload admission policy: etcdfleetctl register --allowed-images or the workload chart's admissionPolicy.allowedImages).", "manager.agentImage", &c.AgentImage},
 		{"ensureWorkloadCRDs", "ensure-workload-crds", "Install the etcd.etcdfleet.io CRDs (EtcdCluster, EtcdMember, EtcdSnapshot) in each workload cluster before engaging it (opt-in: needs CRD write permission there).", "manager.ensureWorkloadCRDs", &c.EnsureWorkloadCRDs},
+		{"sharding.enabled", "shard", "Spread the workload clusters over every manager replica (multicluster-runtime's sharded coordinator: rendezvous hashing over live peers, one fence Lease per cluster). Each replica connects only to the clusters it owns; the fleet limiter is split by share (see fleet/limiter). The leader still writes the Fleet.", "sharding.enabled", &c.Sharding.Enabled},
+		{"sharding.replicaID", "shard-replica-id", "This replica's name in the peer and fence Leases (mcr-peer-*, mcr-shard-*); empty takes the host name, which is the Pod's name. Must be unique per replica.", "sharding.replicaID", &c.Sharding.ReplicaID},
+		{"sharding.leaseDuration", "shard-lease-duration", "Duration of each cluster's fence Lease, renewed every third of it: a dead replica's clusters are taken over after it, plus a sync interval.", "sharding.leaseDuration", &c.Sharding.LeaseDuration},
+		{"sharding.syncInterval", "shard-sync-interval", "How often each replica recomputes which clusters it owns.", "sharding.syncInterval", &c.Sharding.SyncInterval},
 		{"leaderElectionID", "leader-election-id", "Name of the leader-election Lease (in the registration namespace).", "leaderElection.id", &c.LeaderElectionID},
 	}
 }

@@ -42,6 +42,18 @@
 //   - The dashboard records its Events (CredentialsExpiring) through the
 //     local manager's recorder, on FleetClusters: in the registration
 //     namespace only.
+//   - Sharded mode (sharding.enabled, shard.go): multicluster-runtime's
+//     sharded coordinator is the provider's Options.Ownership, so a replica
+//     connects only to the clusters it owns (HRW over the live replicas,
+//     one fence Lease mcr-shard-<cluster> each, in the registration
+//     namespace). peers.go is its peer registry (Leases mcr-peer-<id>),
+//     timed by sharding.leaseDuration rather than mcr's fixed 30 s. The
+//     Secret controller, the provider, the reconcilers, the limiter and the
+//     dashboard's FleetCluster writes run on every replica; leader
+//     election still picks the one that writes the Fleet and deletes
+//     orphaned FleetClusters. shareKeeper counts the clusters engaged here
+//     and sets the limiter's share of the fleet-wide rate and burst
+//     (fleet/limiter, "Across replicas").
 //
 // # Isolation of clusters
 //
@@ -75,8 +87,14 @@
 //
 // # Trade-offs
 //
-// One active replica (leader election): the limiter is in-process, so
-// several active replicas would each pace on their own.
+// Without sharding, one replica is active (leader election) and the
+// others stand by; with it, every replica is active on its own clusters.
+// Sharding costs limiter fairness across replicas (each paces its share),
+// makes a cluster whose replica dies wait up to one fence lease duration
+// plus a sync interval, plus its connection time, and at cold start lets
+// the first replica up take clusters that the next ones then take back
+// (never two at once: the fences). Ownership assumes the replicas' clocks
+// agree to well under the lease duration, as Lease-based election does.
 //
 // WorkersPerCluster also caps a healthy cluster: a big one heals with at
 // most that many reconciles at once. Its reconciles take milliseconds and

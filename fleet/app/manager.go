@@ -43,6 +43,8 @@ type Fleet struct {
 	Limiter   *limiter.Limiter
 	Dashboard *dashboard.Writer
 	registry  *registry
+	sharding  *sharding    // nil unless sharding.enabled (shard.go)
+	shares    *shareKeeper // likewise
 }
 
 // Scheme knows the reconcilers' kinds (operator.AddToScheme: the built-in
@@ -98,7 +100,15 @@ func (f *Fleet) notify(cluster string) {
 
 // newManager builds the provider and the multicluster manager around it.
 func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
-	po := providerOptions(c, f.notify)
+	sh, err := newSharding(restCfg, c)
+	if err != nil {
+		return err
+	}
+	f.sharding = sh
+	po := providerOptions(c, f.onChange)
+	if sh != nil {
+		po.Ownership = sh.coord
+	}
 	p, err := kubeconfigsecret.New(po)
 	if err != nil {
 		return err
@@ -130,7 +140,17 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	do := dashboardOptions(c)
 	do.Recorder = local.GetEventRecorderFor("etcdfleet-dashboard")
 	f.Dashboard = dashboard.New(local.GetClient(), f, f.Limiter, do)
-	for _, r := range []manager.Runnable{f.Limiter, limiterMetrics{f.Limiter}} {
+	limiterRun := manager.Runnable(f.Limiter)
+	if f.sharding != nil {
+		if err := f.addSharded(); err != nil {
+			return err
+		}
+		limiterRun = nil // added by addSharded, on every replica
+	}
+	for _, r := range []manager.Runnable{limiterRun, limiterMetrics{f.Limiter}} {
+		if r == nil {
+			continue
+		}
 		if err := local.Add(r); err != nil {
 			return err
 		}
@@ -147,7 +167,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	// The EtcdCluster reconciles run on every change of an EtcdCluster or
 	// of its members (readiness, quorum, replacement counts), which is
 	// exactly what the dashboard shows.
-	return operator.SetupMulticluster(f.Manager, operator.MulticlusterOptions{
+	return operator.SetupMulticluster(f.controllerManager(), operator.MulticlusterOptions{
 		Clusters: f.registry, Member: memberOptions(c), Snapshot: snapshotOptions(c), Workers: c.Workers,
 		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout,
 		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
@@ -242,7 +262,7 @@ func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Optio
 }
 
 func dashboardOptions(c settings.Config) dashboard.Options {
-	return dashboard.Options{MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync,
+	return dashboard.Options{MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync, Sharded: c.Sharding.Enabled,
 		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name }}
 }
 
@@ -264,7 +284,7 @@ func (f *Fleet) Clusters() []dashboard.ClusterInfo {
 	states := f.Provider.States()
 	out := make([]dashboard.ClusterInfo, 0, len(states))
 	for _, s := range states {
-		out = append(out, clusterInfo(s))
+		out = append(out, f.ownerOf(clusterInfo(s), s.Owned))
 	}
 	return out
 }
@@ -272,7 +292,7 @@ func (f *Fleet) Clusters() []dashboard.ClusterInfo {
 // Cluster implements dashboard.Source.
 func (f *Fleet) Cluster(name string) (dashboard.ClusterInfo, bool) {
 	s, ok := f.Provider.State(name)
-	return clusterInfo(s), ok
+	return f.ownerOf(clusterInfo(s), s.Owned), ok
 }
 
 func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {

@@ -57,6 +57,7 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 	}
 	st.MembersSummary = fmt.Sprintf("%d/%d", st.MembersReady, st.MembersDesired)
 	info := in.info
+	st.Replica = info.Replica
 	if info.ServerVersion != "" {
 		st.ServerVersion = info.ServerVersion
 	}

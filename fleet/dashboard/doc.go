@@ -165,4 +165,13 @@
 //     and each carries the latest state when its turn comes.
 //   - The Fleet is aggregated from this replica's view of every cluster,
 //     at most once per MinInterval, from Source.Clusters.
+//   - With Options.Sharded the writer runs on every replica: each writes
+//     the FleetClusters of the clusters it owns (ClusterInfo not
+//     OwnedElsewhere; status.replica from ClusterInfo.Replica), and the
+//     leader (the manager's Elected channel) writes the Fleet, reading the
+//     other replicas' rows from its cache, with status.replicas counted
+//     from the rows' status.replica, and collects orphans. A row keeps the
+//     last owner's name until the new owner writes it, so right after a
+//     takeover the Fleet's counts lag by up to MinInterval. The Fleet's
+//     limiter shows the leader's own share.
 package dashboard

@@ -43,6 +43,13 @@ type ClusterInfo struct {
 	// TokenIssuedAt and TokenExpiresAt bound the registration token's
 	// lifetime as its claims state it; zero when unknown.
 	TokenIssuedAt, TokenExpiresAt time.Time
+	// Replica is the sharding replica that owns the cluster, shown as the
+	// FleetCluster's status.replica; empty without sharding.
+	Replica string
+	// OwnedElsewhere is true, with Options.Sharded, when this replica does
+	// not own the cluster: another replica writes its FleetCluster, and
+	// this one only reads it (for the Fleet, when it leads).
+	OwnedElsewhere bool
 }
 
 // Source is implemented by the fleet wiring.
@@ -110,6 +117,11 @@ type Options struct {
 	// Recorder, if set, receives a Warning Event on the FleetCluster when
 	// its credentials start expiring (CredentialsExpiring turns True).
 	Recorder record.EventRecorder
+	// Sharded runs the writer on every replica of a sharded manager: each
+	// writes the FleetClusters of the clusters it owns (those whose
+	// ClusterInfo is not OwnedElsewhere), and only the leader writes the
+	// Fleet, with status.replicas, and deletes orphans.
+	Sharded bool
 	// ClusterKey names a cluster the way Notify, Source.EtcdObjects and the
 	// limiter's per-cluster maps do. Default: DefaultClusterKey.
 	ClusterKey func(ClusterInfo) string

@@ -33,6 +33,10 @@ func (w *Writer) syncCluster(ctx context.Context, key string, now time.Time) rec
 		w.enqueue(orphansRequest)
 		return reconcile.Result{}
 	}
+	if info.OwnedElsewhere {
+		w.disown(key)
+		return reconcile.Result{}
+	}
 	nn := types.NamespacedName{Namespace: info.Namespace, Name: info.Name}
 	log := log.FromContext(ctx).WithValues("fleetCluster", nn)
 	in := w.clusterInput(ctx, info, key)
@@ -168,7 +172,11 @@ func (w *Writer) syncFleet(ctx context.Context, now time.Time) reconcile.Result 
 	}
 	paused := f.Spec.Paused
 	w.paused.Store(paused)
-	want := buildFleetStatus(&f.Status, w.rows(paused, now), w.limiterStats(true), paused, f.Generation, now)
+	rows := w.rows(ctx, paused, now)
+	want := buildFleetStatus(&f.Status, rows, w.limiterStats(true), paused, f.Generation, now)
+	if w.opts.Sharded {
+		want.Replicas, want.ClustersUnowned = replicaShares(rows)
+	}
 	if semanticEqual(&f.Status, &want) {
 		return reconcile.Result{}
 	}
@@ -196,11 +204,14 @@ func (w *Writer) createFleet(ctx context.Context, log logr.Logger) {
 
 // rows are the registered clusters with their latest statuses, for the
 // Fleet; one not computed yet shows its ClusterInfo alone.
-func (w *Writer) rows(paused bool, now time.Time) []clusterRow {
+func (w *Writer) rows(ctx context.Context, paused bool, now time.Time) []clusterRow {
 	infos := sortedClusters(w.src.Clusters())
 	rows := make([]clusterRow, 0, len(infos))
 	for _, info := range infos {
 		st := w.latest[w.opts.ClusterKey(info)]
+		if info.OwnedElsewhere {
+			st = w.writtenElsewhere(ctx, info)
+		}
 		if st == nil {
 			s := buildClusterStatus(nil, clusterInput{info: info, fleetPaused: paused}, 0, now)
 			st = &s

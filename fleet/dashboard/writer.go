@@ -80,6 +80,9 @@ type Writer struct {
 	notifies atomic.Uint64
 	// paused is the last Fleet spec.paused read, for FleetPaused.
 	paused atomic.Bool
+	// electedCh is the manager's Elected channel: closed once this replica
+	// leads, which the Fleet and the orphan collection wait for.
+	electedCh <-chan struct{}
 
 	// The rest belongs to the controller's single worker.
 	latest       map[string]*fleetv1.FleetClusterStatus // last computed status per cluster key
@@ -102,15 +105,17 @@ func New(c client.Client, src Source, lim LimiterStats, opts Options) *Writer {
 }
 
 // SetupWithManager adds the writer's controller to mgr, the management
-// cluster's manager. It runs on the leader only, with one worker.
+// cluster's manager. It runs on the leader only (on every replica with
+// Options.Sharded), with one worker.
 func (w *Writer) SetupWithManager(mgr manager.Manager) error {
+	w.electedCh = mgr.Elected()
 	c, err := controller.NewTyped(ControllerName, mgr, controller.TypedOptions[request]{
 		Reconciler: reconcile.TypedFunc[request](w.reconcile),
 		// One worker: requests share the per-cluster state, and the
 		// writes are few and small by design.
 		MaxConcurrentReconciles: 1,
 		RateLimiter:             w.pace,
-		NeedLeaderElection:      ptr.To(true),
+		NeedLeaderElection:      ptr.To(!w.opts.Sharded),
 	})
 	if err != nil {
 		return err
@@ -182,10 +187,14 @@ func (w *Writer) reconcile(ctx context.Context, r request) (reconcile.Result, er
 	}
 	now := time.Now()
 	w.pace.ran(r, now)
-	switch r.kind {
-	case kindCluster:
+	switch {
+	case r.kind == kindCluster:
 		return w.syncCluster(ctx, r.cluster, now), nil
-	case kindFleet:
+	case !w.leading():
+		// Sharded, not the leader: the leader writes the Fleet and
+		// collects orphans; the next resync asks again.
+		return reconcile.Result{}, nil
+	case r.kind == kindFleet:
 		return w.syncFleet(ctx, now), nil
 	default:
 		return w.collectOrphans(ctx, now), nil

@@ -93,6 +93,7 @@ var _ = Describe("Writer", func() {
 	It("creates a FleetCluster per registered Secret, owned by it, with what kubectl prints; keeps the last known counts while disconnected", func() {
 		ns := newNamespace()
 		info := newSecret(ns, "prod-1")
+		info.Replica = "manager-0" // the owning replica, as a sharded wiring names it
 		key := DefaultClusterKey(info)
 		src := newStubSource()
 		src.set(info, stubEtcd{
@@ -130,6 +131,7 @@ var _ = Describe("Writer", func() {
 		Expect(cond(st.Conditions, fleetv1.ConditionDegraded)).To(Equal("True/MembersUnhealthy"))
 		Expect(cond(st.Conditions, fleetv1.ConditionPaused)).To(Equal("False/NotPaused"))
 		Expect(st.ServerVersion).To(Equal("v1.36.3"))
+		Expect(st.Replica).To(Equal("manager-0"))
 		Expect(st.LastProbeTime.Time).To(BeTemporally("~", info.LastProbeTime, time.Second))
 		Expect(st.LastReplacementTime.Time).To(BeTemporally("==", t0.Add(time.Hour)))
 		Expect([]int64{st.ReplacementsTotal, int64(st.ReplacementsWaiting), st.ReplacementsThrottled}).To(Equal([]int64{3, 3, 9}))
@@ -140,7 +142,7 @@ var _ = Describe("Writer", func() {
 		// Authorized and TokenExpires have priority 1: kubectl shows them
 		// with -o wide only.
 		Expect(columns(fleetClustersPath(ns))).To(Equal([]string{
-			"Name", "Connected", "Ready", "Authorized", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Age", "TokenExpires"}))
+			"Name", "Connected", "Ready", "Authorized", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Replica", "Age", "TokenExpires"}))
 		rows := table(fleetClustersPath(ns))
 		Expect(rows).To(HaveLen(1))
 		Expect(rows[0]).To(HaveKey("Age"))
@@ -150,14 +152,15 @@ var _ = Describe("Writer", func() {
 		Expect(rows[0]).To(Equal(map[string]string{
 			"Name": "prod-1", "Connected": "True", "Ready": "False", "Authorized": "True", "Paused": "False",
 			"EtcdClusters": "2", "Quorate": "2", "Members": "5/6", "Replaced": "3", "Throttled": "9",
+			"Replica": "manager-0",
 		}))
 		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleetclusters", "-n", ns)
 		Expect(err).NotTo(HaveOccurred())
 		out, err := io.ReadAll(stdout)
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("kubectl get fleetclusters -n %s\n%s", ns, out)
-		Expect(string(out)).To(MatchRegexp(`NAME\s+CONNECTED\s+READY\s+PAUSED\s+ETCDCLUSTERS\s+QUORATE\s+MEMBERS\s+REPLACED\s+THROTTLED\s+AGE`))
-		Expect(string(out)).To(MatchRegexp(`prod-1\s+True\s+False\s+False\s+2\s+2\s+5/6\s+3\s+9\s+\d+s`))
+		Expect(string(out)).To(MatchRegexp(`NAME\s+CONNECTED\s+READY\s+PAUSED\s+ETCDCLUSTERS\s+QUORATE\s+MEMBERS\s+REPLACED\s+THROTTLED\s+REPLICA\s+AGE`))
+		Expect(string(out)).To(MatchRegexp(`prod-1\s+True\s+False\s+False\s+2\s+2\s+5/6\s+3\s+9\s+manager-0\s+\d+s`))
 
 		By("disconnecting the cluster: Connected=False with the reason, etcd counts kept")
 		src.update(ns, "prod-1", func(c *ClusterInfo) {

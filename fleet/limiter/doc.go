@@ -26,7 +26,9 @@
 //	_ = mgr.Add(lim)                          // runs Start: grants as tokens accrue
 //
 // Zero Options fields take the Default* constants. Call ForgetCluster when a
-// workload cluster is disengaged.
+// workload cluster is disengaged. A manager whose replicas share the
+// clusters (sharding) calls SetShare(owned, total) whenever either count
+// changes; see "Across replicas" below.
 //
 // # Usage
 //
@@ -68,6 +70,61 @@
 // Rate, within [MinDelay, MaxDelay]. The cap makes callers re-ask while the
 // estimate may be stale; queued requests not asked again within QueueTTL
 // are dropped, since their reconcile has gone away.
+//
+// # Across replicas
+//
+// With sharding, each manager replica runs the clusters it owns and has a
+// Limiter of its own; the fleet-wide bound must hold for all of them
+// together. The design is a split by share: a replica owning o of the n
+// registered clusters (s = o/n) gets burst ⌊s·Burst⌋ and rate s·Rate.
+// Alternatives considered:
+//
+//   - A token service on the leader: every destructive action would wait
+//     on a network round trip to one replica, and when the leader is gone
+//     or unreachable nothing could act, or everyone would fall back to an
+//     unbounded local rate.
+//   - Tokens in a Lease or CR updated with optimistic concurrency: exact,
+//     but a write on the management apiserver per grant, contended by every
+//     replica at the worst moment (a fleet reboot), and the same question
+//     of what to do when it cannot be reached.
+//
+// The split needs no coordination beyond what sharding already has: the
+// fences (one Lease per cluster) make the owned sets disjoint, so the
+// shares add up to at most 1 and the buckets' bursts and rates to at most
+// Burst and Rate; any window of T ≥ 1 s then sees at most Burst + Rate·T
+// grants across all replicas, because a bucket holds at most its burst
+// when the window opens and gains at most its rate during it. Changes of
+// share keep that:
+//
+//   - A smaller share applies at once and clamps the bucket; a replica
+//     losing a cluster lowers its share as soon as the engagement ends,
+//     within milliseconds of releasing the fence, while the new owner must
+//     then see the fence free (at its next sync), acquire it, connect and
+//     engage before its share even starts to grow.
+//   - A larger share waits ShareRaiseDelay (2 s: more than the 1 s
+//     window) and never adds tokens: the bucket refills at the new rate,
+//     so a new owner that raises early can only gain rate·delay tokens,
+//     less than one at the default rate. Replicas see a Secret removed a
+//     moment apart (the total drops); the delay covers that too.
+//   - A replica owning nothing has no token; on owning again it starts
+//     empty, as a new leader does with StartEmpty. A replica that dies
+//     grants nothing more, and its clusters' new owners start empty.
+//
+// It never halts: a replica owning a cluster always has burst ≥ 1 and a
+// positive rate. Rounding the burst up to 1 for a small share would add
+// to the window, so that replica's rate is lowered by the same amount
+// (its part of a 1 s window stays s·(Burst + Rate)). Only a share below
+// 1/(Burst + Rate) of the fleet, too small for one token per window,
+// runs at the floor: burst 1 and rate s·Rate. Each such replica can
+// exceed its part of a window by less than one token; with the defaults
+// (2/s, burst 10) that is a replica owning under 1/12 of the clusters,
+// which HRW makes rare once clusters outnumber replicas several times.
+//
+// The cost is fairness and speed across replicas: a replica whose
+// clusters are healed leaves its share unused while another's clusters
+// wait, and quorum-lost-first ordering holds within a replica, not
+// across. A fleet heal with k replicas can therefore take longer than
+// with one, up to the busiest replica's queue at its share.
 //
 // # Trade-offs
 //

@@ -32,10 +32,15 @@ type Limiter struct {
 	lastSweep time.Time
 	// started is set by Start; with Options.StartEmpty no token exists
 	// before it.
-	started   bool
-	queue     fairQueue
-	entries   map[key]*entry // queued and granted-unclaimed requests
-	unclaimed int
+	started bool
+	// noShare is set while this replica owns no cluster (SetShare): no
+	// token exists. pendingShare is a larger share due at pendingAt.
+	noShare      bool
+	pendingShare *share
+	pendingAt    time.Time
+	queue        fairQueue
+	entries      map[key]*entry // queued and granted-unclaimed requests
+	unclaimed    int
 
 	grantedTotal   uint64
 	returnedTotal  uint64
@@ -175,7 +180,8 @@ func (l *Limiter) begin() {
 }
 
 // idleLocked reports whether no token may exist yet: StartEmpty before Start.
-func (l *Limiter) idleLocked() bool { return l.opts.StartEmpty && !l.started }
+// Owning no cluster (SetShare) is idle too.
+func (l *Limiter) idleLocked() bool { return (l.opts.StartEmpty && !l.started) || l.noShare }
 
 // step does one round of Start's loop: expire, grant, notify. It returns how
 // long the loop may sleep: until the next token if anyone waits, otherwise
@@ -220,9 +226,10 @@ func (l *Limiter) notify(reqs []gate.Request) {
 func (l *Limiter) nowLocked() time.Time {
 	now := l.opts.Now()
 	if now.Before(l.last) {
-		return l.last
+		now = l.last
 	}
 	l.last = now
+	l.raiseDueLocked(now)
 	return now
 }
 
@@ -276,10 +283,11 @@ func (l *Limiter) refundLocked(now time.Time) {
 	}
 }
 
-// clampLocked keeps bucket plus refunds at most Burst, as a single bucket
-// would: a token returned to a full bucket is lost.
+// clampLocked keeps bucket plus refunds at most the burst in force (Burst,
+// or this replica's share of it), as a single bucket would: a token
+// returned to a full bucket is lost.
 func (l *Limiter) clampLocked(now time.Time) {
-	room := float64(l.opts.Burst) - l.bucket.TokensAt(now)
+	room := float64(l.bucket.Burst()) - l.bucket.TokensAt(now)
 	l.refund = max(0, min(l.refund, room))
 }
 
@@ -300,7 +308,7 @@ func (l *Limiter) untilTokens(n float64) time.Duration {
 	if n <= 0 || l.opts.Rate == rate.Inf {
 		return 0
 	}
-	return time.Duration(math.Ceil(n / float64(l.opts.Rate) * float64(time.Second)))
+	return time.Duration(math.Ceil(n / float64(l.bucket.Limit()) * float64(time.Second)))
 }
 
 // delayLocked estimates when queued e is granted: the requests ahead of it

@@ -69,6 +69,9 @@ type Options struct {
 	// window of T. The price is that a new leader's first action waits
 	// 1/Rate.
 	StartEmpty bool
+	// ShareRaiseDelay is how long a larger share (SetShare) waits before it
+	// takes effect; a smaller one applies at once.
+	ShareRaiseDelay time.Duration
 }
 
 // withDefaults returns o with every zero or invalid field set to its default.
@@ -95,6 +98,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = DefaultMaxDelay
+	}
+	if o.ShareRaiseDelay <= 0 {
+		o.ShareRaiseDelay = DefaultShareRaiseDelay
 	}
 	if o.MaxDelay < o.MinDelay {
 		o.MaxDelay = o.MinDelay

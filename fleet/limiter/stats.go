@@ -4,7 +4,8 @@ import "maps"
 
 // Stats is a point-in-time view of the limiter for the dashboard.
 type Stats struct {
-	// Rate is tokens per second; Burst the bucket size.
+	// Rate is tokens per second; Burst the bucket size: this replica's
+	// share of them with SetShare.
 	Rate  float64
 	Burst int
 	// TokensAvailable is the tokens in the bucket now, refunds included.
@@ -37,8 +38,8 @@ func (l *Limiter) Snapshot() Stats {
 		}
 	}
 	return Stats{
-		Rate:               float64(l.opts.Rate),
-		Burst:              l.opts.Burst,
+		Rate:               float64(l.bucket.Limit()),
+		Burst:              l.bucket.Burst(),
 		TokensAvailable:    l.tokensLocked(now),
 		Waiting:            l.queue.len(),
 		WaitingByCluster:   byCluster,

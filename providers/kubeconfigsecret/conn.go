@@ -28,6 +28,10 @@ type conn struct {
 	attemptHash   string
 	attemptCancel context.CancelFunc // cancels the current attempt when the kubeconfig changes
 	lastHash      string
+	// ownCtx is the context of this replica's ownership of the cluster
+	// (Options.Ownership); owned wakes run when a new one arrives.
+	ownCtx context.Context
+	owned  chan struct{}
 }
 
 // session is one engagement of a cluster; ctx is its engagement context.
@@ -48,15 +52,17 @@ type outcome int
 const (
 	stopped      outcome = iota // the Secret is gone or the manager stops
 	changed                     // the kubeconfig changed: reconnect now
+	disowned                    // another replica owns it now: wait to own it again
 	unauthorized                // 401: reconnect now with the Secret's current contents
 	disconnected                // probes failed: reconnect after backoff
 )
 
 // newConn is called with p.mu held.
 func newConn(p *Provider, name string, spec secretSpec) *conn {
-	ctx, cancel := context.WithCancel(p.runCtx)
+	ctx, cancel := context.WithCancelCause(p.runCtx)
 	log := p.log.WithValues("cluster", name)
-	return &conn{p: p, name: name, log: log, ctx: logr.NewContext(ctx, log), cancel: cancel, spec: spec}
+	return &conn{p: p, name: name, log: log, ctx: logr.NewContext(ctx, log), spec: spec,
+		cancel: func() { cancel(removedError{name}) }, owned: make(chan struct{}, 1)}
 }
 
 // setSpec hands the Secret's latest contents to the owner; a different
@@ -84,22 +90,30 @@ func (c *conn) setSpec(s secretSpec) {
 	}
 }
 
-// begin starts an attempt with the Secret's current contents.
-func (c *conn) begin() (secretSpec, context.Context, context.CancelFunc) {
+// begin starts an attempt with the Secret's current contents; the attempt
+// also ends with the ownership own.
+func (c *conn) begin(own context.Context) (secretSpec, context.Context, context.CancelFunc) {
 	cur, ok := c.p.currentSpec(c.ctx, c.name)
 	c.mu.Lock()
 	if ok {
 		c.spec = cur
 	}
 	spec := c.spec
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancelAttempt := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(own, cancelAttempt)
+	cancel := func() { stop(); cancelAttempt() }
 	c.attemptHash, c.attemptCancel = spec.hash, cancel
 	fresh := spec.hash != c.lastHash && spec.invalid == ""
 	c.lastHash = spec.hash
 	c.mu.Unlock()
 	c.p.update(c, func(st *ClusterState) {
 		st.fromSpec(spec)
-		if fresh && st.Reason != ReasonConnecting {
+		st.Owned = true
+		switch {
+		case st.Reason == ReasonNotOwned:
+			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "connecting"
+			st.ConsecutiveFailures = 0
+		case fresh && st.Reason != ReasonConnecting:
 			st.Connected, st.Reason, st.Message = false, ReasonConnecting, "connecting with a new kubeconfig"
 			st.ConsecutiveFailures = 0
 		}
@@ -112,6 +126,12 @@ func (c *conn) interrupted() outcome {
 	if c.ctx.Err() != nil {
 		return stopped
 	}
+	c.mu.Lock()
+	own := c.ownCtx
+	c.mu.Unlock()
+	if own != nil && own.Err() != nil {
+		return disowned
+	}
 	return changed
 }
 
@@ -120,7 +140,11 @@ func (c *conn) run() {
 	b := c.p.opts.Backoff
 	var delay time.Duration
 	for {
-		spec, actx, acancel := c.begin()
+		own, ok := c.waitOwned()
+		if !ok {
+			return
+		}
+		spec, actx, acancel := c.begin(own)
 		if delay > 0 {
 			t := time.NewTimer(delay)
 			select {
@@ -171,6 +195,9 @@ func (c *conn) run() {
 			return
 		case changed, unauthorized:
 			c.log.Info("Cluster disengaged; reconnecting now", "why", map[outcome]string{changed: "kubeconfig changed", unauthorized: "unauthorized"}[out])
+		case disowned:
+			b, delay = c.p.opts.Backoff, 0
+			c.log.Info("Cluster disengaged: this replica no longer owns it")
 		case disconnected:
 			delay = b.Step()
 			c.log.Info("Cluster disengaged: disconnected", "retryIn", delay)

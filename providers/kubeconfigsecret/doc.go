@@ -135,6 +135,20 @@
 // 403), with one SelfSubjectAccessReview per permission and verb, all at
 // once under ProbeTimeout.
 //
+// Options.Ownership shards the clusters among replicas. Each registered
+// cluster is handed to the coordinator's Engage with a nil cluster and the
+// connection owner's context; the coordinator engages the provider's own
+// Aware for the clusters it decides this replica owns, and that context is
+// the ownership: the owner connects only while it lives, disengages when
+// it ends, and waits (Reason NotOwned) until it owns the cluster again.
+// With multicluster-runtime's sharded coordinator that means HRW over the
+// live replicas and a fence Lease per cluster, decided before anything is
+// connected. The Secret controller and the runnable then run on every
+// replica. mcr v0.24.1 derives the contexts of clusters started while
+// handling one cluster's Engage from that cluster's context; a conn's
+// context is cancelled with the cluster's name as cause, so an ownership
+// that ends because another cluster was removed is claimed again.
+//
 // Metrics on controller-runtime's registry: engage and probe latency
 // histograms, a gauge of clusters by state and one of each engaged
 // cluster's missing permissions (see the Metric constants).

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 )
 
 // Defaults of Options. withDefaults is the only place they are applied;
@@ -167,6 +168,18 @@ type Options struct {
 	// OnChange is called, in its own goroutine, whenever a cluster's state
 	// changes (not for probe timestamps alone) or the cluster is removed.
 	OnChange func(name string)
+
+	// Ownership, if set, shards the registered clusters among replicas:
+	// the provider connects to a cluster (pre-flight, cache, probes, engage)
+	// only while Ownership has engaged it here, and disengages it when that
+	// engagement ends. Every registered cluster is handed to
+	// Ownership.Engage with a nil cluster.Cluster, so a coordinator that
+	// calls its awares only for the clusters it owns (multicluster-runtime's
+	// sharded coordinator) decides before anything is connected. The Secret
+	// controller, the provider's runnable and Ownership.Runnable then run on
+	// every replica, without leader election. Nil: every registered cluster
+	// is connected, by the leader.
+	Ownership mcmanager.Coordinator
 }
 
 func (o Options) withDefaults() Options {

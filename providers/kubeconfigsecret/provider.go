@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -96,8 +97,9 @@ func New(opts Options) (*Provider, error) {
 }
 
 // SetupWithManager registers the Secret controller and the provider's
-// runnable on mgr's local manager. Both need leader election: only the
-// leader connects to workload clusters and engages them.
+// runnable on mgr's local manager. Both need leader election (only the
+// leader connects to workload clusters and engages them) unless
+// Options.Ownership shards the clusters, whose runnable is added too.
 func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) error {
 	if mgr == nil {
 		return errors.New("kubeconfigsecret: nil manager")
@@ -113,6 +115,14 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 	if err := local.Add(runner{p}); err != nil {
 		return err
 	}
+	if o := p.opts.Ownership; o != nil {
+		o.AddAware(ownershipAware{p})
+		if r := o.Runnable(); r != nil {
+			if err := local.Add(unelected{r}); err != nil {
+				return err
+			}
+		}
+	}
 	ns := p.opts.Namespace
 	// Only the namespace is filtered here, not the label: the update that
 	// removes the label must reach reconcile, which then disengages (an
@@ -122,7 +132,7 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 		For(&corev1.Secret{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == ns
 		}))).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(true)}).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(p.opts.Ownership == nil)}).
 		Complete(reconcile.Func(p.reconcile))
 }
 
@@ -131,7 +141,14 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 // stops every cluster when the manager stops.
 type runner struct{ p *Provider }
 
-func (r runner) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: without Options.Ownership only the leader connects;
+// with it every replica connects to the clusters it owns.
+func (r runner) NeedLeaderElection() bool { return r.p.opts.Ownership == nil }
+
+// unelected runs a runnable on every replica, leader or not.
+type unelected struct{ manager.Runnable }
+
+func (unelected) NeedLeaderElection() bool { return false }
 
 func (r runner) Start(ctx context.Context) error {
 	p := r.p
@@ -224,7 +241,7 @@ func (p *Provider) upsert(name string, spec secretSpec) {
 	c = newConn(p, name, spec)
 	p.conns[name] = c
 	p.states[name] = &ClusterState{Name: name, Namespace: p.opts.Namespace,
-		Reason: ReasonConnecting, Message: "connecting"}
+		Reason: ReasonConnecting, Message: "connecting", Owned: p.opts.Ownership == nil}
 	p.states[name].fromSpec(spec)
 	setClusterCounts(p.opts.Namespace, p.states)
 	p.wg.Add(1)
@@ -235,6 +252,7 @@ func (p *Provider) upsert(name string, spec secretSpec) {
 		defer p.wg.Done()
 		c.run()
 	}()
+	c.claim()
 }
 
 // remove disengages a cluster: its contexts are cancelled before this

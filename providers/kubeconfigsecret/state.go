@@ -34,6 +34,9 @@ type ClusterState struct {
 	// JWT claims without any call to the cluster; zero when the token is
 	// not a JWT with an exp claim (or there is no token).
 	Token TokenLifetime
+	// Owned is true while this replica owns the cluster (Options.Ownership;
+	// always without it). A cluster owned elsewhere has Reason NotOwned.
+	Owned bool
 	// ConsecutiveFailures counts failed probes and connection attempts since
 	// the last success.
 	ConsecutiveFailures int
@@ -87,7 +90,7 @@ const (
 
 var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig, ReasonInsecureKubeconfig,
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
-	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonError}
+	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonError, ReasonNotOwned}
 
 // failure is an error with a Reason and a credential-free message.
 type failure struct {

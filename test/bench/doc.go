@@ -20,6 +20,11 @@
 //     (the process's one-off costs apart; the average with them and RSS
 //     printed beside it), with 0 and with 2,000 unrelated Pods per
 //     cluster. Goal: ≤ 2 MiB and flat.
+//   - scale: BENCH_SCALE_CLUSTERS (default 100) lite clusters (apiservers
+//     on one etcd, watch cache off) registered at once, with one manager
+//     and with three sharded ones: time to all Connected, heap, RSS and
+//     goroutines per cluster, API requests per cluster per minute at rest
+//     (make bench-scale).
 //
 // # Usage
 //

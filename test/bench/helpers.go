@@ -148,3 +148,23 @@ func Settle(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// RSS is the resident set size of process pid (0: this process) from
+// /proc, in bytes, or 0.
+func RSS(pid int) float64 {
+	path := "/proc/self/status"
+	if pid != 0 {
+		path = fmt.Sprintf("/proc/%d/status", pid)
+	}
+	out, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}

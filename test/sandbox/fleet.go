@@ -31,13 +31,25 @@ type Options struct {
 	// and run concurrently on 2 cores, so the default is a generous 90 s
 	// (or $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT).
 	StartTimeout time.Duration
+	// StartConcurrency bounds how many control planes start at once
+	// (default DefaultStartConcurrency). A start is CPU-bound for a few
+	// seconds; 31 at once on 2 cores starve each other past StartTimeout.
+	StartConcurrency int
 	// Kubelet tunes the simulated kubelets (restart backoff, probe caps).
 	Kubelet kubelet.Options
 	Logf    func(format string, args ...any)
 }
 
+// DefaultStartConcurrency starts four control planes at a time: enough to
+// overlap one's I/O waits with another's CPU, few enough that each gets
+// a fair share of two cores.
+const DefaultStartConcurrency = 4
+
 func (o *Options) setDefaults() (cleanup func(), err error) {
 	cleanup = func() {}
+	if o.StartConcurrency <= 0 {
+		o.StartConcurrency = DefaultStartConcurrency
+	}
 	if o.Nodes == 0 {
 		o.Nodes = 3
 	}
@@ -76,8 +88,9 @@ type Fleet struct {
 	Dir string
 }
 
-// Start brings up the named clusters concurrently (starts are CPU-bound:
-// about 2-4 s of CPU each). On error, whatever started is stopped.
+// Start brings up the named clusters, Options.StartConcurrency at a time
+// (starts are CPU-bound: about 2-4 s of CPU each). On error, whatever
+// started is stopped.
 func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if len(opts.Clusters) == 0 {
 		return nil, errors.New("sandbox: no clusters named")
@@ -96,31 +109,48 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	}
 	f := &Fleet{clusters: map[string]*Cluster{}, names: append([]string(nil), opts.Clusters...), cleanup: cleanup, Dir: opts.Dir}
 	ips := kubelet.NewIPAllocator()
+	var mu sync.Mutex
+	err = startEach(opts.Clusters, opts.StartConcurrency, func(_ int, name string) error {
+		c, err := startCluster(ctx, name, opts, ips)
+		if err == nil {
+			mu.Lock()
+			f.clusters[name] = c
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		_ = f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+// startEach calls start for every name, at most concurrency at a time,
+// and joins the errors, each naming its cluster.
+func startEach(names []string, concurrency int, start func(i int, name string) error) error {
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
 		errs []error
 	)
-	for _, name := range opts.Clusters {
+	slots := make(chan struct{}, concurrency)
+	for i, name := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := startCluster(ctx, name, opts, ips)
-			mu.Lock()
-			defer mu.Unlock()
+			slots <- struct{}{}
+			err := start(i, name)
+			<-slots
 			if err != nil {
+				mu.Lock()
 				errs = append(errs, fmt.Errorf("cluster %s: %w", name, err))
-				return
+				mu.Unlock()
 			}
-			f.clusters[name] = c
 		}()
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		_ = f.Stop()
-		return nil, errors.Join(errs...)
-	}
-	return f, nil
+	return errors.Join(errs...)
 }
 
 // Cluster returns the named cluster, or nil.

@@ -38,6 +38,17 @@ type FleetClusterRef struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// ReplicaShare is one manager replica and the clusters it owns.
+type ReplicaShare struct {
+	// name is the replica's sharding ID.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// clusters counts the FleetClusters whose status.replica names it.
+	// +optional
+	Clusters int32 `json:"clusters"`
+}
+
 // FleetStatus aggregates the FleetClusters.
 type FleetStatus struct {
 	// +optional
@@ -56,6 +67,16 @@ type FleetStatus struct {
 	// replacementsTotal sums the FleetClusters' replacementsTotal.
 	// +optional
 	ReplacementsTotal int64 `json:"replacementsTotal"`
+	// replicas lists, with sharding on, every replica that owns clusters
+	// and how many, by name; clustersUnowned counts the registered clusters
+	// no replica has reported owning yet.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	Replicas []ReplicaShare `json:"replicas,omitempty"`
+	// +optional
+	ClustersUnowned int32 `json:"clustersUnowned,omitempty"`
 	// worstClusters lists the least healthy clusters, worst first.
 	// +optional
 	// +listType=atomic

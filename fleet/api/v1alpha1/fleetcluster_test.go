@@ -76,7 +76,7 @@ var _ = Describe("FleetCluster", func() {
 				cond(fleetv1alpha1.ConditionDegraded, metav1.ConditionTrue, fleetv1alpha1.ReasonQuorumLost),
 				cond(fleetv1alpha1.ConditionPaused, metav1.ConditionFalse, fleetv1alpha1.ReasonNotPaused),
 			},
-			ServerVersion: "v1.36.3", LastProbeTime: &now, Message: "tenant/etcd-1 lost quorum",
+			ServerVersion: "v1.36.3", LastProbeTime: &now, Message: "tenant/etcd-1 lost quorum", Replica: "manager-1",
 			EtcdClusters: 2, QuorateEtcdClusters: 1, MembersReady: 5, MembersDesired: 6, MembersSummary: "5/6",
 			ReplacementsTotal: 9, LastReplacementTime: &now, ReplacementsWaiting: 2, ReplacementsThrottled: 7,
 			TokenExpiresAt: &expires,
@@ -99,6 +99,7 @@ var _ = Describe("FleetCluster", func() {
 		Expect(row).To(HaveKeyWithValue("Members", "5/6"))
 		Expect(row).To(HaveKeyWithValue("Replaced", BeNumerically("==", 9)))
 		Expect(row).To(HaveKeyWithValue("Throttled", BeNumerically("==", 7)))
+		Expect(row).To(HaveKeyWithValue("Replica", "manager-1"))
 		Expect(row).To(HaveKey("Age"))
 		Expect(row).To(HaveKeyWithValue("TokenExpires", "2027-03-01T12:00:00Z"))
 	})

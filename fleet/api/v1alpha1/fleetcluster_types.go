@@ -47,6 +47,11 @@ type FleetClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	ClusterID string `json:"clusterID,omitempty"`
+	// replica is the manager replica that owns this cluster and writes
+	// this status: its sharding replica ID. Empty when sharding is off.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Replica string `json:"replica,omitempty"`
 
 	// serverVersion is the workload apiserver's git version.
 	// +optional
@@ -119,6 +124,7 @@ type FleetClusterStatus struct {
 // +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.membersSummary`
 // +kubebuilder:printcolumn:name="Replaced",type=integer,JSONPath=`.status.replacementsTotal`
 // +kubebuilder:printcolumn:name="Throttled",type=integer,JSONPath=`.status.replacementsThrottled`
+// +kubebuilder:printcolumn:name="Replica",type=string,JSONPath=`.status.replica`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="TokenExpires",type=string,JSONPath=`.status.tokenExpiresAt`,priority=1
 type FleetCluster struct {

@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -351,7 +349,7 @@ func measure(b *testing.B, label string, window time.Duration) usage {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		u.heap, u.alloc = min(u.heap, float64(m.HeapInuse)), min(u.alloc, float64(m.HeapAlloc))
-		u.stack, u.rss = min(u.stack, float64(m.StackInuse)), min(u.rss, vmRSS())
+		u.stack, u.rss = min(u.stack, float64(m.StackInuse)), min(u.rss, bench.RSS(0))
 		if time.Since(start) >= window {
 			break
 		}
@@ -374,20 +372,4 @@ func writeProfile(b *testing.B, path, profile string) {
 	if err := pprof.Lookup(profile).WriteTo(f, 0); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// vmRSS is this process's resident set size from /proc, or 0.
-func vmRSS() float64 {
-	out, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }

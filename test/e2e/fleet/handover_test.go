@@ -138,20 +138,43 @@ type managerProcess struct {
 
 	mu      sync.Mutex
 	engaged map[string]bool // from its log: the clusters it engaged
+	// since is when each cluster engaged now was engaged; spans the
+	// engagements that ended (sharding specs check they never overlap).
+	since map[string]time.Time
+	spans []engagement
 }
 
-var engagedLine = regexp.MustCompile(`"msg":"Cluster engaged".*"cluster":"([^"]+)"`)
+// engagement is one cluster engaged by one process, as its log tells: the
+// span starts when "Cluster engaged" is read and ends when a "Cluster
+// disengaged" line is (both logged after the fact), or at a SIGKILL.
+type engagement struct {
+	process, cluster string
+	from, to         time.Time
+}
+
+var (
+	engagedLine    = regexp.MustCompile(`"msg":"Cluster engaged".*"cluster":"([^"]+)"`)
+	disengagedLine = regexp.MustCompile(`"msg":"Cluster disengaged[^"]*".*"cluster":"([^"]+)"`)
+)
 
 // Write takes the process's log lines: into the spec's output, prefixed
-// with the process name, and noting every cluster it engaged.
+// with the process name, and noting every cluster it engaged or
+// disengaged.
 func (m *managerProcess) Write(b []byte) (int, error) {
 	for _, line := range strings.SplitAfter(string(b), "\n") {
 		if line == "" {
 			continue
 		}
+		now := time.Now()
 		if g := engagedLine.FindStringSubmatch(line); g != nil {
 			m.mu.Lock()
 			m.engaged[g[1]] = true
+			m.since[g[1]] = now
+			m.mu.Unlock()
+		}
+		if g := disengagedLine.FindStringSubmatch(line); g != nil {
+			m.mu.Lock()
+			m.endLocked(g[1], now)
 			m.mu.Unlock()
 		}
 		_, _ = GinkgoWriter.Write([]byte("[" + m.name + "] " + line))
@@ -171,15 +194,32 @@ func (m *managerProcess) waitEngaged(ctx context.Context) {
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(50*time.Millisecond).Should(Equal(len(workloads)), "clusters engaged by %s", m.name)
 }
 
+// endLocked closes cluster's current engagement, if any, at t.
+func (m *managerProcess) endLocked(cluster string, t time.Time) {
+	if from, ok := m.since[cluster]; ok {
+		m.spans = append(m.spans, engagement{process: m.name, cluster: cluster, from: from, to: t})
+		delete(m.since, cluster)
+	}
+}
+
 // kill SIGKILLs the process: no lease release, no graceful shutdown.
-func (m *managerProcess) kill() {
-	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+func (m *managerProcess) kill() { m.end(syscall.SIGKILL) }
+
+// end signals the process, waits for it to exit, and ends its
+// engagements.
+func (m *managerProcess) end(sig syscall.Signal) {
+	_ = m.cmd.Process.Signal(sig)
 	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.since {
+		m.endLocked(c, time.Now())
+	}
 }
 
 // startManagerProcess runs the binary against the management apiserver
 // directly, with the suite's settings as flags.
-func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool) *managerProcess {
+func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool, extraArgs ...string) *managerProcess {
 	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	kc := filepath.Join(dir, "mgmt.kubeconfig")
@@ -194,8 +234,8 @@ func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool
 		fmt.Sprint("--cluster-failure-threshold=", c.Clusters.FailureThreshold),
 		"--dashboard-min-interval", c.Dashboard.MinInterval.String(), "--dashboard-resync", c.Dashboard.Resync.String(),
 		"--replacement-healthy-reset", c.Replacement.HealthyReset.String()}
-	cmd := exec.Command(bin, args...)
-	m := &managerProcess{name: name, cmd: cmd, done: make(chan struct{}), engaged: map[string]bool{},
+	cmd := exec.Command(bin, append(args, extraArgs...)...)
+	m := &managerProcess{name: name, cmd: cmd, done: make(chan struct{}), engaged: map[string]bool{}, since: map[string]time.Time{},
 		metricsURL: "https://" + metricsAddr + "/metrics"}
 	cmd.Stdout, cmd.Stderr = m, m
 	// Dies with the test process, so no manager outlives a timed-out run.

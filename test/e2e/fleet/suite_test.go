@@ -8,6 +8,7 @@ package fleet_test
 import (
 	"context"
 	"io"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -108,6 +109,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// Everything logged is kept too: spec 6b greps it for credentials.
 	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &suiteLog)), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
 	start := time.Now()
+	if shardingSelected() {
+		workloads = nil
+		for i := 1; i <= shardWorkloads; i++ {
+			workloads = append(workloads, fmt.Sprintf("w%d", i))
+		}
+	}
 	var err error
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		Clusters: append([]string{"mgmt"}, workloads...),
@@ -178,4 +185,5 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	credentialSpecs()
 	pauseSpecs()
 	handoverSpecs()
+	shardSpecs()
 })

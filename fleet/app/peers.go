@@ -1,0 +1,172 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
+	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
+)
+
+// Peer Leases are named and labelled as multicluster-runtime's own
+// registry names them, so kubectl shows one kind of peer Lease.
+const (
+	peerPrefix      = "mcr-peer"
+	fencePrefix     = "mcr-shard"
+	peerLabel       = "mcr.sigs.k8s.io/peer"
+	peerPrefixLabel = "mcr.sigs.k8s.io/prefix"
+)
+
+// peerRegistry is the sharded coordinator's view of the live replicas
+// (peers.Registry), one Lease mcr-peer-<id> each. multicluster-runtime's
+// own registry (v0.24.1) keeps a peer for a fixed 30 s after its last
+// renewal and lists peers every 10 s, so a dead replica's clusters would
+// wait up to 40 s; this one takes its timings from the fence Lease
+// duration, so a takeover waits for about one lease duration:
+//   - each replica renews its Lease every ttl/3 and lists the others every
+//     refresh (the sync interval, at most ttl/3);
+//   - Snapshot leaves out a peer whose renewal is older than ttl at the
+//     time of the call, not of the last list: a listed renewal is at most
+//     refresh + ttl/3 < ttl old for a live peer;
+//   - Snapshot waits for the first list, since an empty snapshot tells the
+//     coordinator's hashing that this replica owns every cluster;
+//   - a replica that stops deletes its Lease, so the others rebalance at
+//     their next list rather than after ttl.
+type peerRegistry struct {
+	c       client.Client
+	ns      string
+	self    sharder.PeerInfo
+	ttl     time.Duration
+	refresh time.Duration
+	log     logr.Logger
+
+	listed chan struct{} // closed after the first list
+	once   sync.Once
+	mu     sync.Mutex
+	peers  map[string]time.Time // peer ID → last renewal seen
+}
+
+var _ peers.Registry = (*peerRegistry)(nil)
+
+func newPeerRegistry(c client.Client, ns, id string, ttl, refresh time.Duration, log logr.Logger) *peerRegistry {
+	return &peerRegistry{c: c, ns: ns, self: sharder.PeerInfo{ID: sanitize.DNS1123(id), Weight: 1},
+		ttl: ttl, refresh: min(refresh, ttl/3), log: log.WithName("peers"),
+		listed: make(chan struct{}), peers: map[string]time.Time{}}
+}
+
+// Self implements peers.Registry.
+func (r *peerRegistry) Self() sharder.PeerInfo { return r.self }
+
+// firstListWait bounds Snapshot's wait for the first list: the coordinator
+// calls it from its loop, which must not hang on an unreachable apiserver
+// (it then gets this replica alone, and the fences keep ownership single).
+const firstListWait = 10 * time.Second
+
+// Snapshot implements peers.Registry: the peers renewed within ttl, self
+// included.
+func (r *peerRegistry) Snapshot() []sharder.PeerInfo {
+	select {
+	case <-r.listed:
+	case <-time.After(firstListWait):
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []sharder.PeerInfo{r.self}
+	for id, renewed := range r.peers {
+		if id != r.self.ID && now.Sub(renewed) < r.ttl {
+			out = append(out, sharder.PeerInfo{ID: id, Weight: 1})
+		}
+	}
+	return out
+}
+
+// Run implements peers.Registry: renew and list until ctx ends, then
+// delete this replica's Lease.
+func (r *peerRegistry) Run(ctx context.Context) error {
+	renewEvery := r.ttl / 3
+	var lastRenew time.Time
+	t := time.NewTicker(r.refresh)
+	defer t.Stop()
+	for {
+		if time.Since(lastRenew) >= renewEvery-r.refresh/2 {
+			if err := r.renew(ctx); err != nil && ctx.Err() == nil {
+				r.log.V(1).Info("Renewing the peer Lease failed; retrying", "error", err.Error())
+			} else {
+				lastRenew = time.Now()
+			}
+		}
+		if err := r.list(ctx); err != nil && ctx.Err() == nil {
+			r.log.V(1).Info("Listing peer Leases failed; retrying", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			r.leave()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (r *peerRegistry) leaseName() string { return fmt.Sprintf("%s-%s", peerPrefix, r.self.ID) }
+
+func (r *peerRegistry) renew(ctx context.Context) error {
+	now := metav1.NowMicro()
+	var l coordv1.Lease
+	err := r.c.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.leaseName()}, &l)
+	if apierrors.IsNotFound(err) {
+		l = coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: r.leaseName(),
+			Labels: map[string]string{peerLabel: "true", peerPrefixLabel: peerPrefix}}}
+	} else if err != nil {
+		return err
+	}
+	l.Spec.HolderIdentity = ptr.To(r.self.ID)
+	l.Spec.RenewTime = &now
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.ttl / time.Second))
+	if l.ResourceVersion == "" {
+		return r.c.Create(ctx, &l)
+	}
+	return r.c.Update(ctx, &l)
+}
+
+func (r *peerRegistry) list(ctx context.Context) error {
+	var ls coordv1.LeaseList
+	if err := r.c.List(ctx, &ls, client.InNamespace(r.ns),
+		client.MatchingLabels{peerLabel: "true", peerPrefixLabel: peerPrefix}); err != nil {
+		return err
+	}
+	seen := make(map[string]time.Time, len(ls.Items))
+	for _, l := range ls.Items {
+		if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil || l.DeletionTimestamp != nil {
+			continue
+		}
+		seen[*l.Spec.HolderIdentity] = l.Spec.RenewTime.Time
+	}
+	r.mu.Lock()
+	r.peers = seen
+	r.mu.Unlock()
+	r.once.Do(func() { close(r.listed) })
+	return nil
+}
+
+// leaveTimeout bounds the Lease delete on shutdown, which must not hold
+// the process up: the Lease expires after ttl anyway.
+const leaveTimeout = 2 * time.Second
+
+func (r *peerRegistry) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: r.leaseName()}}
+	if err := r.c.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
+		r.log.V(1).Info("Deleting the peer Lease failed; it expires on its own", "error", err.Error())
+	}
+}

@@ -1,0 +1,21 @@
+// Package scale is the fleet's scale benchmark: BENCH_SCALE_CLUSTERS
+// (default 100) workload clusters registered at once, with one manager
+// in process and then with three sharded manager processes.
+//
+// A cluster is the lightest real form found: a kube-apiserver with the
+// watch cache off, storing under its own --etcd-prefix in one etcd shared
+// by all (sandbox.StartLite), with no controller-manager, kubelet or
+// Nodes. An idle cluster asks nothing else of the manager: discovery,
+// access checks, list/watch of the cached kinds, and a probe every
+// clusters.probeInterval. Apiservers start four at a time.
+//
+// It reports the time from registering to all Connected; per cluster the
+// in-process manager's heap (after GC) and RSS beyond its idle figures,
+// its goroutines, and the API requests each apiserver served at rest over
+// BENCH_SCALE_WINDOW_SECONDS (default 60, probes included, the bench's own
+// scrapes excluded); and for three replicas, the total RSS and heap of the
+// processes over the clusters. Figures go to docs/performance.md.
+//
+//	make bench-scale
+//	BENCH_SCALE_CLUSTERS=30 make bench-scale
+package scale

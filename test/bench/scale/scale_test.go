@@ -1,0 +1,290 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/app"
+	"github.com/etcdfleet/etcdfleet/test/bench"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+const (
+	secretNS = "etcdfleet-system"
+	mib      = 1 << 20
+)
+
+// BenchmarkScale registers BENCH_SCALE_CLUSTERS (default 100) lite
+// clusters with one manager in process, then with three sharded manager
+// processes, and reports time to all Connected, memory and goroutines per
+// cluster, and API requests per cluster per minute at rest.
+func BenchmarkScale(b *testing.B) {
+	bench.QuietLogs()
+	ctx := context.Background()
+	n := bench.EnvInt(b, "BENCH_SCALE_CLUSTERS", 100)
+	window := time.Duration(bench.EnvInt(b, "BENCH_SCALE_WINDOW_SECONDS", 60)) * time.Second
+	names := []string{"mgmt"}
+	for i := range n {
+		names = append(names, fmt.Sprintf("s%03d", i))
+	}
+	start := time.Now()
+	lf, err := sandbox.StartLite(ctx, sandbox.LiteOptions{Clusters: names, CRDDirs: bench.CRDDirs()})
+	b.Cleanup(func() {
+		if lf != nil {
+			_ = lf.Stop()
+		}
+	})
+	if err != nil {
+		b.Fatalf("lite sandbox: %v", err)
+	}
+	var apiRSS float64
+	for _, c := range lf.Clusters[1:] {
+		apiRSS += bench.RSS(c.PID)
+	}
+	bench.Logf(b, "lite sandbox: %d apiservers on one etcd up in %s; apiserver RSS %.0f MiB each (%s)",
+		len(names), time.Since(start).Round(100*time.Millisecond), apiRSS/float64(n)/mib, bench.HostLoad())
+	b.ReportMetric(apiRSS/float64(n)/mib, "MiB-RSS/apiserver")
+	mgmt := lf.Clusters[0]
+	mc, err := client.New(mgmt.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNS}}); err != nil {
+		b.Fatal(err)
+	}
+	workloads := lf.Clusters[1:]
+	for i := 0; i < b.N; i++ {
+		oneReplica(b, ctx, mc, mgmt, workloads, window)
+		threeReplicas(b, ctx, mc, mgmt, workloads)
+	}
+}
+
+// config is the manager's defaults, on the bench's namespace.
+func config() settings.Config {
+	c := settings.Default()
+	c.Namespace, c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = secretNS, false, "0", "0"
+	return c
+}
+
+// oneReplica runs the manager in this process: its heap, RSS and
+// goroutines before and after the clusters engage are its own.
+func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandbox.LiteCluster, ws []*sandbox.LiteCluster, window time.Duration) {
+	f, err := app.New(mgmt.Config, config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Start(mctx) }()
+	defer func() { cancel(); <-done; unregister(b, ctx, mc, ws) }()
+	bench.Settle(ctx, 3*time.Second)
+	heap0, rss0, g0 := heapNow(), bench.RSS(0), runtime.NumGoroutine()
+
+	took := registerAndWait(b, ctx, mc, ws, func() int {
+		c := 0
+		for _, s := range f.Provider.States() {
+			if s.Connected {
+				c++
+			}
+		}
+		return c
+	})
+	bench.Settle(ctx, 5*time.Second)
+	n := float64(len(ws))
+	heap, rss, g := (heapNow()-heap0)/n, (bench.RSS(0)-rss0)/n, float64(runtime.NumGoroutine()-g0)/n
+	perMin := requestsPerMinute(b, ctx, ws, window)
+	bench.Logf(b, "1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s); per cluster: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines, %.1f API requests/min at rest (probe every %s; %s)",
+		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute), heap/mib, bench.Verdict(heap/mib <= 2.5),
+		rss/mib, g, perMin, config().Clusters.ProbeInterval, bench.HostLoad())
+	b.ReportMetric(took.Seconds(), "s-to-connected/1-replica")
+	b.ReportMetric(heap/mib, "MiB-heap/cluster")
+	b.ReportMetric(rss/mib, "MiB-RSS/cluster")
+	b.ReportMetric(g, "goroutines/cluster")
+	b.ReportMetric(perMin, "requests/cluster/min")
+}
+
+// threeReplicas runs three manager processes with --shard and sums their
+// RSS and heap (from their /metrics).
+func threeReplicas(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandbox.LiteCluster, ws []*sandbox.LiteCluster) {
+	bin := buildManager(b, ctx)
+	kc := filepath.Join(b.TempDir(), "mgmt.kubeconfig")
+	if err := os.WriteFile(kc, mgmt.Kubeconfig, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var procs []*exec.Cmd
+	var metrics []string
+	for _, id := range []string{"r1", "r2", "r3"} {
+		addr := freeAddr(b)
+		cmd := exec.Command(bin, "--kubeconfig", kc, "--namespace", secretNS, "--leader-elect=true", "--shard", "--shard-replica-id="+id,
+			"--metrics-bind-address", addr, "--health-probe-bind-address", "0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		procs, metrics = append(procs, cmd), append(metrics, "http://"+addr+"/metrics")
+	}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+		unregister(b, ctx, mc, ws)
+	}()
+	bench.Settle(ctx, 3*time.Second)
+	took := registerAndWait(b, ctx, mc, ws, func() int { return connectedRows(ctx, mc) })
+	bench.Settle(ctx, 5*time.Second)
+	var rss, heap float64
+	for i, p := range procs {
+		rss += bench.RSS(p.Process.Pid)
+		heap += scrape(metrics[i], "go_memstats_heap_inuse_bytes")
+	}
+	n := float64(len(ws))
+	bench.Logf(b, "3 replicas, %d clusters: all Connected %s after registering; total RSS %.0f MiB, heap %.0f MiB, per cluster (one-off costs of 3 processes included) RSS %.2f MiB, heap %.2f MiB (%s)",
+		len(ws), took.Round(100*time.Millisecond), rss/mib, heap/mib, rss/n/mib, heap/n/mib, bench.HostLoad())
+	b.ReportMetric(took.Seconds(), "s-to-connected/3-replicas")
+	b.ReportMetric(rss/n/mib, "MiB-RSS/cluster/3-replicas")
+	b.ReportMetric(heap/n/mib, "MiB-heap/cluster/3-replicas")
+}
+
+// registerAndWait registers every cluster at once and returns the time
+// until connected() counts them all.
+func registerAndWait(b *testing.B, ctx context.Context, mc client.Client, ws []*sandbox.LiteCluster, connected func() int) time.Duration {
+	start := time.Now()
+	for _, w := range ws {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: w.Name,
+			Labels: map[string]string{fleetv1.RegistrationLabel: "true"}}, Data: map[string][]byte{fleetv1.KubeconfigKey: w.Kubeconfig}}
+		if err := mc.Create(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err := bench.Poll(ctx, 100*time.Millisecond, 10*time.Minute, func(context.Context) (bool, string, error) {
+		c := connected()
+		return c == len(ws), fmt.Sprintf("%d of %d Connected", c, len(ws)), nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+func unregister(b *testing.B, ctx context.Context, mc client.Client, ws []*sandbox.LiteCluster) {
+	for _, w := range ws {
+		_ = client.IgnoreNotFound(mc.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: w.Name}}))
+	}
+	_ = mc.DeleteAllOf(ctx, &fleetv1.FleetCluster{}, client.InNamespace(secretNS))
+}
+
+// connectedRows counts the FleetClusters that show Connected and name
+// their replica.
+func connectedRows(ctx context.Context, mc client.Client) int {
+	var l fleetv1.FleetClusterList
+	if err := mc.List(ctx, &l, client.InNamespace(secretNS)); err != nil {
+		return 0
+	}
+	c := 0
+	for _, fc := range l.Items {
+		if apimeta.IsStatusConditionTrue(fc.Status.Conditions, fleetv1.ConditionConnected) && fc.Status.Replica != "" {
+			c++
+		}
+	}
+	return c
+}
+
+// requestsPerMinute counts, on every workload apiserver, the requests
+// served over window (apiserver_request_total), less the bench's own two
+// scrapes, per cluster per minute.
+func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteCluster, window time.Duration) float64 {
+	total := func() float64 {
+		var sum float64
+		for _, w := range ws {
+			raw, err := w.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+			if err != nil {
+				b.Fatalf("%s /metrics: %v", w.Name, err)
+			}
+			sum += sumSeries(string(raw), "apiserver_request_total")
+		}
+		return sum
+	}
+	before := total()
+	bench.Settle(ctx, window)
+	after := total()
+	return (after - before - float64(len(ws))) / float64(len(ws)) / window.Minutes()
+}
+
+// sumSeries adds up every sample of a family in Prometheus text format.
+func sumSeries(text, family string) float64 {
+	var sum float64
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, family+"{") && !strings.HasPrefix(line, family+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func scrape(url, family string) float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := resp.Body.Read(buf)
+		sb.Write(buf[:k])
+		if err != nil {
+			break
+		}
+	}
+	return sumSeries(sb.String(), family)
+}
+
+func heapNow() float64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapAlloc)
+}
+
+func buildManager(b *testing.B, ctx context.Context) string {
+	bin := filepath.Join(b.TempDir(), "etcdfleet-manager")
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/etcdfleet/etcdfleet/cmd/etcdfleet-manager").CombinedOutput()
+	if err != nil {
+		b.Fatalf("go build: %v: %s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(b *testing.B) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
