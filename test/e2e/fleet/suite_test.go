@@ -7,8 +7,8 @@ package fleet_test
 
 import (
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"path/filepath"
 	"runtime"
 	"sync"
