@@ -108,7 +108,7 @@ func TestOnAPIServer(t *testing.T) {
 			perms("", "configmaps", "get", "list"),
 			perms("", "pods", "get", "list"),
 			perms("", "serviceaccounts/token", "create"),
-			perms("coordination.k8s.io", "leases", "list", "delete"),
+			perms("coordination.k8s.io", "leases", "deletecollection"),
 			perms(fleetGroup, "fleetclusters", "patch", "deletecollection"),
 			perms("rbac.authorization.k8s.io", "roles", "create", "update"),
 		)...)
