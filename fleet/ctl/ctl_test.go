@@ -44,10 +44,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 const ns = "etcdfleet-system"
 
 func register(ctx context.Context, name string, workload *rest.Config) (string, error) {
-	var out bytes.Buffer
-	err := ctl.Register(ctx, ctl.RegisterOptions{Name: name, Workload: workload, Management: fleet.Cluster("mgmt").Config,
-		Namespace: ns, TokenDuration: time.Hour, Out: &out})
-	return out.String(), err
+	return registerWith(ctx, ctl.RegisterOptions{Name: name, Workload: workload, TokenDuration: time.Hour})
 }
 
 // registered returns the rest.Config the manager would build from the Secret.

@@ -9,19 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
-// clusterID reads the workload cluster's identity, as the manager does
-// (providers/kubeconfigsecret KubeSystemUID): its kube-system Namespace's UID.
-func clusterID(ctx context.Context, wl client.Client) (string, error) {
-	ns := &corev1.Namespace{}
-	if err := wl.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+// clusterID reads the workload cluster's identity exactly as the manager
+// does (kubeconfigsecret.KubeSystemUID): its kube-system Namespace's UID.
+func clusterID(ctx context.Context, workload *rest.Config) (string, error) {
+	id, err := kubeconfigsecret.KubeSystemUID(ctx, workload)
+	if err != nil {
 		return "", explain("workload cluster", fmt.Errorf("read the kube-system Namespace to identify the cluster: %w", err))
 	}
-	return string(ns.UID), nil
+	return id, nil
 }
 
 // refuseDuplicate refuses to register, under name, a cluster that another
@@ -30,8 +32,8 @@ func clusterID(ctx context.Context, wl client.Client) (string, error) {
 // shows it (the manager read it in pre-flight, however the Secret was
 // written). Registering the same name again (rotating its token) is fine.
 // It returns the cluster's identity, for recordClusterID.
-func refuseDuplicate(ctx context.Context, wl, mg client.Client, ns, name string) (string, error) {
-	id, err := clusterID(ctx, wl)
+func refuseDuplicate(ctx context.Context, workload *rest.Config, mg client.Client, ns, name string) (string, error) {
+	id, err := clusterID(ctx, workload)
 	if err != nil {
 		return "", err
 	}

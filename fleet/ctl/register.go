@@ -78,7 +78,7 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	if err := checkCollision(ctx, mg, o.Namespace, o.Name, server); err != nil {
 		return err
 	}
-	id, err := refuseDuplicate(ctx, wl, mg, o.Namespace, o.Name)
+	id, err := refuseDuplicate(ctx, o.Workload, mg, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
