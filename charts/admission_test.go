@@ -160,6 +160,11 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 		switch what {
 		case "a Secret mount no EtcdCluster names", "another cluster's TLS Secret", "a read-only claim no EtcdCluster names":
 			policy = policyPrefix + "-pod-secrets"
+		case "another workload's claim":
+			// Refused by both of this install's policies (a writable claim
+			// that is not the member's, and a claim its EtcdCluster does not
+			// name); the apiserver reports whichever it evaluates first.
+			policy = policyPrefix + "-pod"
 		case "another namespace's ServiceAccount":
 			// Refused by both policies, and by the other install's Secrets
 			// policy too: that matches every labelled Pod before it looks
