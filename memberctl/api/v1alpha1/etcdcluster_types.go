@@ -179,6 +179,10 @@ type EtcdClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap is immutable"
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// backup schedules snapshots of the cluster and prunes old ones.
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
 }
 
 // EtcdClusterObservedSpec is the latched copy of the spec that new members
@@ -242,6 +246,10 @@ type EtcdClusterStatus struct {
 	// bootstrap (spec.bootstrap.restore).
 	// +optional
 	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
+
+	// backup is what spec.backup last did, and the last good backup.
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
 
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -1,0 +1,95 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupSpec schedules EtcdSnapshots of an EtcdCluster and prunes old ones.
+// +kubebuilder:validation:XValidation:rule="has(self.cron) != has(self.interval)",message="exactly one of cron and interval must be set"
+type BackupSpec struct {
+	// cron is a standard five-field schedule ("0 */6 * * *"), in UTC.
+	// +optional
+	// +kubebuilder:validation:MinLength=9
+	// +kubebuilder:validation:MaxLength=128
+	Cron string `json:"cron,omitempty"`
+
+	// interval between snapshots, for example "6h". Each cluster's runs
+	// start at a fixed offset inside the interval, derived from its UID, so
+	// that clusters created together do not snapshot together.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// location the snapshots are stored at. An S3 key or PVC path is a
+	// prefix: each snapshot's name plus ".db" is appended.
+	// +required
+	Location SnapshotLocation `json:"location"`
+
+	// retention says which scheduled snapshots are kept; the others are
+	// deleted, together with their stored objects.
+	// +optional
+	Retention *BackupRetention `json:"retention,omitempty"`
+
+	// suspend stops new scheduled snapshots; existing ones are kept.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// BackupRetention bounds the scheduled snapshots kept. Snapshots that are
+// not Complete never count towards keep, and the newest Complete one is
+// never deleted.
+// +kubebuilder:validation:XValidation:rule="has(self.keep) || has(self.maxAge)",message="set keep, maxAge or both"
+type BackupRetention struct {
+	// keep is how many Complete scheduled snapshots are kept, newest first.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Keep *int32 `json:"keep,omitempty"`
+
+	// maxAge deletes scheduled snapshots older than this.
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// BackupStatus is what the backup schedule last did.
+type BackupStatus struct {
+	// lastScheduleTime is when the newest scheduled snapshot was created.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// nextScheduleTime is when the next one is due.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// lastSuccessfulTime is when the newest Complete snapshot of the cluster
+	// (scheduled or not) completed: the cluster's last good backup.
+	// +optional
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
+	// lastSnapshotName is that snapshot's EtcdSnapshot.
+	// +optional
+	LastSnapshotName string `json:"lastSnapshotName,omitempty"`
+
+	// lastSizeBytes and lastRevision are from its artifact.
+	// +optional
+	LastSizeBytes int64 `json:"lastSizeBytes,omitempty"`
+	// +optional
+	LastRevision int64 `json:"lastRevision,omitempty"`
+
+	// lastDuration is how long it took from Job creation to Complete.
+	// +optional
+	LastDuration *metav1.Duration `json:"lastDuration,omitempty"`
+}
+
+// ConditionBackedUp (EtcdCluster, only with spec.backup) is True while the
+// newest scheduled snapshot that is due has completed.
+const ConditionBackedUp = "BackedUp"
+
+// BackedUp condition reasons.
+const (
+	// ReasonBackupOnSchedule (BackedUp=True).
+	ReasonBackupOnSchedule = "BackupOnSchedule"
+	// ReasonBackupBehindSchedule (BackedUp=False): a scheduled snapshot is
+	// due and has not completed (not started, running too long, or paced).
+	ReasonBackupBehindSchedule = "BackupBehindSchedule"
+	// ReasonBackupFailed (BackedUp=False): the newest scheduled snapshot failed.
+	ReasonBackupFailed = "BackupFailed"
+)
