@@ -58,10 +58,13 @@ func snapshotCmd() *cobra.Command {
 	var s3 agent.S3
 	c := &cobra.Command{
 		Use:   agent.Subcommand,
-		Short: "Stream an etcd snapshot to S3 or a file, verify it by reading it back, and report it as the termination message",
+		Short: "Stream an etcd snapshot to S3 or a file, verify it by reading it back, and report it as the termination message (--delete removes a stored one)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			agent.Finish(&cfg, &s3)
+			if cfg.Delete {
+				return agent.Delete(c.Context(), cfg)
+			}
 			res, err := agent.Run(c.Context(), cfg)
 			if err == nil {
 				fmt.Printf("snapshot stored: size=%d sha256=%s revision=%d\n", res.SizeBytes, res.SHA256, res.Revision)

@@ -41,6 +41,14 @@ type Options struct {
 	// Requeue is how often a Pending snapshot whose cluster is missing or
 	// has no member to dial is looked at again.
 	Requeue time.Duration
+	// CleanupBackoffLimit is the Pod retries of a cleanup Job (deletionPolicy
+	// Delete); the Job controller spaces them 10 s, 20 s, 40 s... apart, which
+	// rides out a store that is down for a few minutes.
+	CleanupBackoffLimit int32
+	// CleanupRetry is the wait before a failed cleanup Job is replaced by a
+	// new one: long enough not to hammer a store that refuses, short enough
+	// that storage is freed soon after it is fixed.
+	CleanupRetry time.Duration
 }
 
 // DefaultOptions returns the defaults.
@@ -55,6 +63,9 @@ func DefaultOptions() Options {
 		TTLAfterFinished: 10 * time.Minute,
 		BackoffLimit:     2,
 		Requeue:          30 * time.Second,
+
+		CleanupBackoffLimit: 4,
+		CleanupRetry:        5 * time.Minute,
 	}
 }
 
@@ -106,43 +117,62 @@ func buildJob(s *v1alpha1.EtcdSnapshot, members []v1alpha1.EtcdMember, o Options
 	for i := range members {
 		cfg.Endpoints = append(cfg.Endpoints, etcd.MemberClientURL(&members[i]))
 	}
-	var volumes []corev1.Volume
-	var mounts []corev1.VolumeMount
-	mount := func(name, dir string, src corev1.VolumeSource) {
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: src})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: src.PersistentVolumeClaim == nil})
-	}
-	secretVol := func(name string, keys ...string) corev1.VolumeSource {
-		var items []corev1.KeyToPath
-		for _, k := range keys {
-			items = append(items, corev1.KeyToPath{Key: k, Path: k})
-		}
-		return corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name, Items: items}}
-	}
+	var v volumes
 	if m := &members[0]; etcd.ClientTLS(m) {
-		mount("etcd-ca", tlsServerDir, secretVol(m.Spec.TLS.ClientServerSecretRef, "ca.crt"))
+		v.mount("etcd-ca", tlsServerDir, secretVolume(m.Spec.TLS.ClientServerSecretRef, "ca.crt"))
 		cfg.CAFile = tlsServerDir + "/ca.crt"
 		if m.Spec.TLS.ClientMTLS && m.Spec.TLS.OperatorClientSecretRef != "" {
-			mount("etcd-client", tlsClientDir, secretVol(m.Spec.TLS.OperatorClientSecretRef, "tls.crt", "tls.key"))
+			v.mount("etcd-client", tlsClientDir, secretVolume(m.Spec.TLS.OperatorClientSecretRef, "tls.crt", "tls.key"))
 			cfg.CertFile, cfg.KeyFile = tlsClientDir+"/tls.crt", tlsClientDir+"/tls.key"
 		}
 	}
+	v.storage(s, &cfg)
+	return agentJob(s, JobName(s.Name), cfg, v, o.BackoffLimit, o.ActiveDeadline, o)
+}
+
+// volumes are the agent container's volumes and their mounts.
+type volumes struct {
+	list   []corev1.Volume
+	mounts []corev1.VolumeMount
+}
+
+func (v *volumes) mount(name, dir string, src corev1.VolumeSource) {
+	v.list = append(v.list, corev1.Volume{Name: name, VolumeSource: src})
+	v.mounts = append(v.mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: src.PersistentVolumeClaim == nil})
+}
+
+// storage mounts where s is stored (the S3 credentials, or the claim) and
+// points cfg at it.
+func (v *volumes) storage(s *v1alpha1.EtcdSnapshot, cfg *agent.Config) {
 	if loc := s.Spec.Location.S3; loc != nil {
-		mount("s3-credentials", s3CredsDir, secretVol(loc.CredentialsSecretRef.Name, agent.AccessKeyIDKey, agent.SecretAccessKeyKey))
+		v.mount("s3-credentials", s3CredsDir, secretVolume(loc.CredentialsSecretRef.Name, agent.AccessKeyIDKey, agent.SecretAccessKeyKey))
 		cfg.S3 = &agent.S3{Endpoint: strings.TrimSuffix(loc.Endpoint, "/"), Bucket: loc.Bucket, Key: ObjectKey(s),
 			Region: loc.Region, CredentialsDir: s3CredsDir}
-	} else {
-		loc := s.Spec.Location.PVC
-		mount("snapshot", pvcDir, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: loc.ClaimName}})
-		cfg.File = path.Join(pvcDir, FilePath(s))
+		return
 	}
+	loc := s.Spec.Location.PVC
+	v.mount("snapshot", pvcDir, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: loc.ClaimName}})
+	cfg.File = path.Join(pvcDir, FilePath(s))
+}
+
+func secretVolume(name string, keys ...string) corev1.VolumeSource {
+	var items []corev1.KeyToPath
+	for _, k := range keys {
+		items = append(items, corev1.KeyToPath{Key: k, Path: k})
+	}
+	return corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name, Items: items}}
+}
+
+// agentJob is a Job named name running `etcdfleet-agent snapshot-agent`
+// with cfg for snapshot s.
+func agentJob(s *v1alpha1.EtcdSnapshot, name string, cfg agent.Config, v volumes, backoffLimit int32, deadline time.Duration, o Options) *batchv1.Job {
 	labels := map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, LabelSnapshot: s.Name,
 		v1alpha1.LabelInstance: s.Spec.ClusterRef.Name}
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: JobName(s.Name), Namespace: s.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:            ptr.To(o.BackoffLimit),
-			ActiveDeadlineSeconds:   ptr.To(int64(o.ActiveDeadline.Seconds())),
+			BackoffLimit:            ptr.To(backoffLimit),
+			ActiveDeadlineSeconds:   ptr.To(int64(deadline.Seconds())),
 			TTLSecondsAfterFinished: ptr.To(int32(o.TTLAfterFinished.Seconds())),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -153,7 +183,7 @@ func buildJob(s *v1alpha1.EtcdSnapshot, members []v1alpha1.EtcdMember, o Options
 					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(nonRootUID)),
 						RunAsGroup: ptr.To(int64(nonRootUID)), FSGroup: ptr.To(int64(nonRootUID)),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-					Volumes: volumes,
+					Volumes: v.list,
 					Containers: []corev1.Container{{
 						Name:      containerID,
 						Image:     o.Image,
@@ -163,7 +193,7 @@ func buildJob(s *v1alpha1.EtcdSnapshot, members []v1alpha1.EtcdMember, o Options
 						// The agent writes its result there; on a crash the log tail says why.
 						TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						VolumeMounts:             mounts,
+						VolumeMounts:             v.mounts,
 						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 					}},

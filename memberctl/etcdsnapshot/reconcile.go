@@ -49,6 +49,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if err := cl.Client.Get(ctx, req, s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if handled, res, err := r.cleanup(ctx, cl, s); handled || err != nil {
+		return res, err
+	}
 	if s.Status.Phase.Terminal() || s.DeletionTimestamp != nil {
 		observeComplete(cl.Name, s)
 		return ctrl.Result{}, nil

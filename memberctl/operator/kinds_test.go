@@ -50,7 +50,7 @@ func TestAccessChecks(t *testing.T) {
 
 // TestKindsAreConsistent checks what the derived views rely on.
 func TestKindsAreConsistent(t *testing.T) {
-	for _, name := range []string{workload.MemberController, workload.ClusterController, workload.SnapshotController} {
+	for _, name := range []string{workload.MemberController, workload.ClusterController, workload.SnapshotController, workload.BackupController} {
 		if reconciled, _ := workload.Watches(name); reconciled == nil {
 			t.Errorf("controller %s reconciles no kind", name)
 		}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdbackup"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
@@ -33,6 +34,8 @@ type MulticlusterOptions struct {
 	Member etcdmember.Options
 	// Snapshot tunes the EtcdSnapshot reconciler.
 	Snapshot etcdsnapshot.Options
+	// Backup tunes the spec.backup reconciler; zero is etcdbackup.DefaultOptions.
+	Backup etcdbackup.Options
 	// Workers is MaxConcurrentReconciles of each controller.
 	Workers int
 	// WorkersPerCluster caps the reconciles of one cluster in flight in
@@ -96,9 +99,19 @@ func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 		return err
 	}
 	snaps := &etcdsnapshot.Reconciler{Clusters: o.Clusters, Options: o.Snapshot}
-	return o.complete(controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions()),
+	if err := o.complete(controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions()),
 		func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 			return snaps.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
+		}); err != nil {
+		return err
+	}
+	if o.Backup.Grace == 0 {
+		o.Backup = etcdbackup.DefaultOptions()
+	}
+	backups := &etcdbackup.Reconciler{Clusters: o.Clusters, Options: o.Backup}
+	return o.complete(controllerFor(mgr, workload.BackupController).WithOptions(o.controllerOptions()),
+		func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			return backups.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
 		})
 }
 

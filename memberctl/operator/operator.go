@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdbackup"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
@@ -123,6 +124,9 @@ type Options struct {
 	// Snapshot tunes the EtcdSnapshot reconciler; zero is
 	// etcdsnapshot.DefaultOptions.
 	Snapshot etcdsnapshot.Options
+	// Backup tunes the spec.backup reconciler; zero is
+	// etcdbackup.DefaultOptions.
+	Backup etcdbackup.Options
 	// MaxConcurrentReconciles per controller (default 4).
 	MaxConcurrentReconciles int
 }
@@ -165,6 +169,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 		opts.Snapshot = etcdsnapshot.DefaultOptions()
 	}
 	if err := etcdsnapshot.SetupWithManager(mgr, &etcdsnapshot.Reconciler{Clusters: src, Options: opts.Snapshot}, copts); err != nil {
+		return nil, err
+	}
+	if opts.Backup.Grace == 0 {
+		opts.Backup = etcdbackup.DefaultOptions()
+	}
+	if err := etcdbackup.SetupWithManager(mgr, &etcdbackup.Reconciler{Clusters: src, Options: opts.Backup}, copts); err != nil {
 		return nil, err
 	}
 	return closer, nil

@@ -26,6 +26,7 @@ const (
 	MemberController   = "etcdmember"
 	ClusterController  = "etcdcluster"
 	SnapshotController = "etcdsnapshot"
+	BackupController   = "etcdbackup"
 )
 
 // Kind is one kind the reconcilers use in a workload cluster and
@@ -39,6 +40,9 @@ type Kind struct {
 	Scope meta.RESTScope
 	// For names the controller that reconciles objects of this kind.
 	For string
+	// AlsoFor names further controllers that reconcile objects of this
+	// kind, each with its own queue.
+	AlsoFor []string
 	// OwnedBy names the controllers woken when an object of this kind that
 	// they own changes (builder Owns).
 	OwnedBy []string
@@ -54,7 +58,7 @@ type Kind struct {
 
 // Watched reports whether a controller watches the kind: its informer must
 // sync before a cluster is engaged, and the credentials need list and watch.
-func (k Kind) Watched() bool { return k.For != "" || len(k.OwnedBy) > 0 }
+func (k Kind) Watched() bool { return k.For != "" || len(k.AlsoFor) > 0 || len(k.OwnedBy) > 0 }
 
 var (
 	namespaced = meta.RESTScopeNamespace
@@ -65,13 +69,13 @@ var (
 // order of the watched ones is the order of the pre-flight access checks.
 func Kinds() []Kind {
 	return []Kind{
-		{Object: &v1alpha1.EtcdCluster{}, Scope: namespaced, For: ClusterController},
+		{Object: &v1alpha1.EtcdCluster{}, Scope: namespaced, For: ClusterController, AlsoFor: []string{BackupController}},
 		{Object: &v1alpha1.EtcdMember{}, Scope: namespaced, For: MemberController, OwnedBy: []string{ClusterController}},
 		{Object: &corev1.Pod{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
 		{Object: &corev1.PersistentVolumeClaim{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
 		{Object: &corev1.Service{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
 		{Object: &policyv1.PodDisruptionBudget{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
-		{Object: &v1alpha1.EtcdSnapshot{}, Scope: namespaced, For: SnapshotController},
+		{Object: &v1alpha1.EtcdSnapshot{}, Scope: namespaced, For: SnapshotController, OwnedBy: []string{BackupController}},
 		{Object: &batchv1.Job{}, Scope: namespaced, OwnedBy: []string{SnapshotController}, ManagedOnly: true},
 		{Object: &corev1.Secret{}, Scope: namespaced, Uncached: true},
 		// Written or read by name only, never watched.
@@ -94,7 +98,7 @@ func AddToScheme(s *runtime.Scheme) error {
 // kinds it owns (Owns), in Kinds order.
 func Watches(name string) (reconciled client.Object, owned []client.Object) {
 	for _, k := range Kinds() {
-		if k.For == name {
+		if k.For == name || slices.Contains(k.AlsoFor, name) {
 			reconciled = k.Object
 		}
 		if slices.Contains(k.OwnedBy, name) {

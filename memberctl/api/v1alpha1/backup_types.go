@@ -6,16 +6,23 @@ import (
 
 // BackupSpec schedules EtcdSnapshots of an EtcdCluster and prunes old ones.
 // +kubebuilder:validation:XValidation:rule="has(self.cron) != has(self.interval)",message="exactly one of cron and interval must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || duration(self.interval) >= duration('10s')",message="interval must be at least 10s"
 type BackupSpec struct {
-	// cron is a standard five-field schedule ("0 */6 * * *"), in UTC.
+	// cron is a standard five-field schedule ("0 */6 * * *"), in UTC. It
+	// is parsed by the controller: a bad one sets BackedUp=False
+	// (BackupInvalidSchedule) and a Warning Event, and nothing else.
 	// +optional
 	// +kubebuilder:validation:MinLength=9
 	// +kubebuilder:validation:MaxLength=128
 	Cron string `json:"cron,omitempty"`
 
-	// interval between snapshots, for example "6h". Each cluster's runs
-	// start at a fixed offset inside the interval, derived from its UID, so
-	// that clusters created together do not snapshot together.
+	// interval between snapshots, for example "6h"; at least 10s (short
+	// intervals are for tests: a snapshot every few seconds only churns the
+	// store). Runs are due at multiples of the interval since the Unix
+	// epoch plus an offset inside the interval derived from the cluster's
+	// UID (FNV-1a of the UID, modulo the interval, whole seconds), so that
+	// clusters created together do not snapshot together, and a cluster's
+	// times stay the same across restarts of the manager.
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
@@ -92,4 +99,19 @@ const (
 	ReasonBackupBehindSchedule = "BackupBehindSchedule"
 	// ReasonBackupFailed (BackedUp=False): the newest scheduled snapshot failed.
 	ReasonBackupFailed = "BackupFailed"
+	// ReasonBackupInvalidSchedule (BackedUp=False): spec.backup.cron does
+	// not parse; no snapshot is scheduled until it is fixed.
+	ReasonBackupInvalidSchedule = "BackupInvalidSchedule"
+	// ReasonBackupSuspended (BackedUp=False): spec.backup.suspend is true.
+	ReasonBackupSuspended = "BackupSuspended"
+)
+
+// Labels and annotations of scheduled EtcdSnapshots.
+const (
+	// LabelScheduled is "true" on the EtcdSnapshots spec.backup created;
+	// only they are pruned by retention.
+	LabelScheduled = GroupName + "/scheduled"
+	// AnnotationScheduledAt is the due time (RFC 3339, UTC) a scheduled
+	// snapshot was created for.
+	AnnotationScheduledAt = GroupName + "/scheduled-at"
 )

@@ -83,6 +83,23 @@ type SnapshotLocation struct {
 	PVC *PVCLocation `json:"pvc,omitempty"`
 }
 
+// DeletionPolicy says what happens to the stored snapshot when its
+// EtcdSnapshot is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionRetain keeps the stored object or file (the default).
+	DeletionRetain DeletionPolicy = "Retain"
+	// DeletionDelete removes it first, by a cleanup Job, behind the
+	// finalizer FinalizerSnapshotCleanup.
+	DeletionDelete DeletionPolicy = "Delete"
+)
+
+// FinalizerSnapshotCleanup holds an EtcdSnapshot with deletionPolicy
+// Delete until its stored object or file is removed.
+const FinalizerSnapshotCleanup = GroupName + "/snapshot-cleanup"
+
 // EtcdSnapshotSpec is one snapshot to take. It is immutable.
 type EtcdSnapshotSpec struct {
 	// clusterRef names the EtcdCluster in the snapshot's namespace.
@@ -92,6 +109,14 @@ type EtcdSnapshotSpec struct {
 	// location the snapshot is stored at.
 	// +required
 	Location SnapshotLocation `json:"location"`
+
+	// deletionPolicy: Retain (default) keeps the stored snapshot when the
+	// EtcdSnapshot is deleted; Delete removes it first. Scheduled snapshots
+	// (spec.backup) use Delete, so that retention frees the storage; their
+	// objects are kept when the deletion comes from deleting the cluster.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // SnapshotArtifact is a stored, verified snapshot.
@@ -188,4 +213,22 @@ const (
 	ReasonInvalidLocation = "InvalidLocation"
 	// ReasonSnapshotStored (Ready=True, Complete).
 	ReasonSnapshotStored = "SnapshotStored"
+)
+
+// ConditionCleanedUp (EtcdSnapshot being deleted, deletionPolicy Delete)
+// says whether the stored snapshot was removed.
+const ConditionCleanedUp = "CleanedUp"
+
+// CleanedUp condition reasons.
+const (
+	// ReasonCleanupRunning (CleanedUp=False): the cleanup Job runs.
+	ReasonCleanupRunning = "CleanupRunning"
+	// ReasonCleanupFailed (CleanedUp=False): the cleanup Job failed; it is
+	// retried with backoff, and the message carries the agent's error.
+	ReasonCleanupFailed = "CleanupFailed"
+	// ReasonStoredSnapshotKept: the cluster that scheduled the snapshot is
+	// being deleted, so its stored snapshot is kept (an Event says so).
+	ReasonStoredSnapshotKept = "StoredSnapshotKept"
+	// ReasonStoredSnapshotDeleted: the cleanup Job removed it.
+	ReasonStoredSnapshotDeleted = "StoredSnapshotDeleted"
 )

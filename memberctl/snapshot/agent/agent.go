@@ -54,6 +54,9 @@ type Config struct {
 	Timeout time.Duration
 	// TerminationMessagePath receives the Result as JSON, or the error.
 	TerminationMessagePath string
+	// Delete removes the stored snapshot instead of taking one (Delete);
+	// Endpoints and TLS are not used.
+	Delete bool
 }
 
 // Result is what a successful run reports in its termination message.

@@ -25,6 +25,7 @@ const (
 	flagPartSize    = "part-size"
 	flagTimeout     = "timeout"
 	flagTermMessage = "termination-message-path"
+	flagDelete      = "delete"
 )
 
 // BindFlags binds cfg to the subcommand's flags; S3 is set when
@@ -42,6 +43,7 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.StringVar(&s3.CredentialsDir, flagS3CredsDir, "", "directory with the files "+AccessKeyIDKey+" and "+SecretAccessKeyKey)
 	fs.Int64Var(&cfg.PartSize, flagPartSize, DefaultPartSize, "multipart upload part size in bytes (at least 5 MiB)")
 	fs.DurationVar(&cfg.Timeout, flagTimeout, DefaultTimeout, "timeout of the whole run")
+	fs.BoolVar(&cfg.Delete, flagDelete, false, "delete the stored snapshot (S3 object or file) instead of taking one; etcd is not dialled")
 	fs.StringVar(&cfg.TerminationMessagePath, flagTermMessage, "/dev/termination-log", "where the result (JSON) or the error is written")
 }
 
@@ -54,12 +56,16 @@ func Finish(cfg *Config, s3 *S3) {
 
 // Args are the subcommand's arguments (after the subcommand) for cfg.
 func Args(cfg Config) []string {
-	args := []string{flag(flagEndpoints, strings.Join(cfg.Endpoints, ","))}
+	var args []string
 	opt := func(name, v string) {
 		if v != "" {
 			args = append(args, flag(name, v))
 		}
 	}
+	if cfg.Delete {
+		args = append(args, "--"+flagDelete)
+	}
+	opt(flagEndpoints, strings.Join(cfg.Endpoints, ","))
 	opt(flagCAFile, cfg.CAFile)
 	opt(flagCertFile, cfg.CertFile)
 	opt(flagKeyFile, cfg.KeyFile)

@@ -1,0 +1,186 @@
+package etcdbackup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+)
+
+// Event reasons on the EtcdCluster.
+const (
+	ReasonBackupStarted = "BackupStarted"
+	ReasonBackupPruned  = "BackupPruned"
+)
+
+// Options tune the Reconciler. Defaults live in DefaultOptions.
+type Options struct {
+	// Grace is how long after its due time a scheduled snapshot may take to
+	// complete before BackedUp turns False (BackupBehindSchedule). It covers
+	// waiting for a start (pacing, a cluster still coming up) and the run.
+	Grace time.Duration
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	// The snapshot Job's own deadline: a run not Complete by then is stuck
+	// or has not started, and either way the newest backup is older than
+	// the schedule promises. A shorter grace would flag slow but healthy
+	// snapshots of large clusters.
+	return Options{Grace: etcdsnapshot.DefaultOptions().ActiveDeadline}
+}
+
+// Reconciler runs spec.backup of EtcdClusters in any workload cluster.
+type Reconciler struct {
+	Clusters workload.Source
+	Options  Options
+}
+
+// Reconcile schedules, prunes and reports the backups of one EtcdCluster.
+func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
+	cl, err := r.Clusters.Cluster(ctx, clusterName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ctx, cancel := cl.Bind(ctx)
+	defer cancel()
+	ec := &v1alpha1.EtcdCluster{}
+	if err := cl.Client.Get(ctx, req, ec); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ec.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	orig := ec.DeepCopy()
+	if ec.Spec.Backup == nil {
+		ec.Status.Backup = nil
+		meta.RemoveStatusCondition(&ec.Status.Conditions, v1alpha1.ConditionBackedUp)
+		return ctrl.Result{}, writeStatus(ctx, cl, orig, ec)
+	}
+	snaps, err := snapshotsOf(ctx, cl, ec)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := makePlan(ec, snaps, time.Now(), r.Options.Grace)
+	if p.create != nil {
+		if err := createSnapshot(ctx, cl, ec, *p.create); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := prune(ctx, cl, ec, p.prune); err != nil {
+		return ctrl.Result{}, err
+	}
+	prev := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionBackedUp)
+	if p.scheduleErr != nil && (prev == nil || prev.Reason != v1alpha1.ReasonBackupInvalidSchedule || prev.Message != p.condition.Message) {
+		cl.Recorder.Eventf(ec, corev1.EventTypeWarning, v1alpha1.ReasonBackupInvalidSchedule, "%s", p.condition.Message)
+	}
+	ec.Status.Backup = &p.status
+	p.condition.ObservedGeneration = ec.Generation
+	meta.SetStatusCondition(&ec.Status.Conditions, p.condition)
+	return ctrl.Result{RequeueAfter: p.requeue}, writeStatus(ctx, cl, orig, ec)
+}
+
+// snapshotsOf lists every EtcdSnapshot of ec, scheduled or not (the last
+// good backup may be a hand-made one).
+func snapshotsOf(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdCluster) ([]*v1alpha1.EtcdSnapshot, error) {
+	var list v1alpha1.EtcdSnapshotList
+	if err := cl.Client.List(ctx, &list, client.InNamespace(ec.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []*v1alpha1.EtcdSnapshot
+	for i := range list.Items {
+		if list.Items[i].Spec.ClusterRef.Name == ec.Name {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// createSnapshot creates the scheduled snapshot due at due. Its name comes
+// from due, so a reconcile on a cache that does not show it yet finds it
+// exists instead of starting a second one.
+func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdCluster, due time.Time) error {
+	loc := *ec.Spec.Backup.Location.DeepCopy()
+	// The location is a prefix: each snapshot gets its own object or file.
+	if loc.S3 != nil {
+		loc.S3.Key = asPrefix(loc.S3.Key)
+	}
+	if loc.PVC != nil {
+		loc.PVC.Path = asPrefix(loc.PVC.Path)
+	}
+	s := &v1alpha1.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due), Namespace: ec.Namespace,
+			Labels:      map[string]string{v1alpha1.LabelCluster: ec.Name, v1alpha1.LabelScheduled: "true"},
+			Annotations: map[string]string{v1alpha1.AnnotationScheduledAt: rfc3339(due)},
+			// Set at creation, so that no window leaves a stored object unowned.
+			Finalizers: []string{v1alpha1.FinalizerSnapshotCleanup}},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: ec.Name}, Location: loc,
+			DeletionPolicy: v1alpha1.DeletionDelete},
+	}
+	if err := controllerutil.SetControllerReference(ec, s, cl.Client.Scheme()); err != nil {
+		return err
+	}
+	// A foreground deletion of the cluster must not wait for its backups.
+	s.OwnerReferences[0].BlockOwnerDeletion = ptr.To(false)
+	err := cl.Client.Create(ctx, s)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create scheduled snapshot %s: %w", s.Name, err)
+	}
+	cl.Recorder.Eventf(ec, corev1.EventTypeNormal, ReasonBackupStarted, "created EtcdSnapshot %s, due at %s", s.Name, rfc3339(due))
+	return nil
+}
+
+func asPrefix(keyOrPath string) string {
+	if keyOrPath == "" {
+		return ""
+	}
+	return strings.TrimSuffix(keyOrPath, "/") + "/"
+}
+
+// prune deletes the snapshots retention dropped; their deletionPolicy
+// Delete removes the stored objects too (memberctl/etcdsnapshot).
+func prune(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdCluster, snaps []*v1alpha1.EtcdSnapshot) error {
+	for _, s := range snaps {
+		// The precondition keeps a snapshot replaced under the same name
+		// (by a person) from being deleted on a stale view.
+		err := cl.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("prune scheduled snapshot %s: %w", s.Name, err)
+		}
+		if err == nil {
+			cl.Recorder.Eventf(ec, corev1.EventTypeNormal, ReasonBackupPruned, "deleted EtcdSnapshot %s (%s) by spec.backup.retention", s.Name, s.Status.Phase)
+		}
+	}
+	return nil
+}
+
+// writeStatus writes the status when it changed; the update carries the
+// resourceVersion read, so a concurrent writer (the EtcdCluster reconciler)
+// yields a conflict and a retry, never a lost field.
+func writeStatus(ctx context.Context, cl *workload.Cluster, orig, ec *v1alpha1.EtcdCluster) error {
+	if equality.Semantic.DeepEqual(orig.Status, ec.Status) {
+		return nil
+	}
+	if err := cl.Client.Status().Update(ctx, ec); err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	return nil
+}
