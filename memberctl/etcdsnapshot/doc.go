@@ -36,6 +36,16 @@
 //     (SnapshotJobLost): its outcome is unknown and it is never re-run.
 //   - Status writes use optimistic locking (Update), so a final phase is
 //     written once.
+//   - deletionPolicy Delete (cleanup.go): the snapshot carries the
+//     finalizer FinalizerSnapshotCleanup. Once deleted, a snapshot Job still
+//     running is waited for, then a cleanup Job (<snapshot>-cleanup, the
+//     same agent with --delete, no etcd access) removes the S3 object or
+//     file and the finalizer is dropped. A snapshot that never got a Job
+//     stored nothing and is let go at once; one controlled by an EtcdCluster
+//     that is being deleted keeps its stored snapshot (an Event says so).
+//     A failed cleanup sets CleanedUp=False CleanupFailed and a Warning
+//     Event; the Job is replaced after Options.CleanupRetry. Nothing waits
+//     for it: the cluster's reconcilers never look at deleted snapshots.
 //
 // # Trade-offs
 //

@@ -62,14 +62,7 @@ func TestSnapshotToS3IsAMultipartUploadVerifiedByChecksum(t *testing.T) {
 	endpoint := startEtcd(t)
 	rev := fill(t, endpoint, 24)
 	ctx := context.Background()
-	s3, err := objstore.Start(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.Stop()
-	if err := s3.MakeBucket(ctx, "backups"); err != nil {
-		t.Fatal(err)
-	}
+	s3 := startStore(t, "backups")
 	creds := t.TempDir()
 	writeCreds(t, creds, s3.AccessKey, s3.SecretKey)
 	term := filepath.Join(t.TempDir(), "termination-log")
@@ -162,4 +155,19 @@ func writeCreds(t *testing.T, dir, id, secret string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// startStore starts real object storage (SeaweedFS) with bucket, stopped
+// when t ends.
+func startStore(t *testing.T, bucket string) *objstore.Server {
+	t.Helper()
+	s3, err := objstore.Start(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s3.Stop)
+	if err := s3.MakeBucket(context.Background(), bucket); err != nil {
+		t.Fatal(err)
+	}
+	return s3
 }

@@ -14,7 +14,9 @@
 //
 // A successful run writes the Result (size, sha256, revision) as JSON to
 // Config.TerminationMessagePath; a failed one writes the error there.
-// ParseResult reads it back.
+// ParseResult reads it back. With Config.Delete (--delete), Delete
+// removes the stored snapshot instead (the cleanup Job of an EtcdSnapshot
+// with deletionPolicy Delete); a snapshot already gone counts as deleted.
 //
 // # Implementation details
 //
