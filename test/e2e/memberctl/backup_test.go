@@ -145,4 +145,3 @@ var _ = Describe("Scheduled backup", func() {
 		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	}, SpecTimeout(8*time.Minute))
 })
-
