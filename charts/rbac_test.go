@@ -94,11 +94,14 @@ var workloadPerms = join(
 	perms("policy", "poddisruptionbudgets", "get", "list", "watch", "create", "patch", "delete"),
 	perms("", "events", "create", "patch"),
 	perms("", "secrets", "get"),
-	// memberctl/etcdsnapshot: status update, the Job it owns (created once).
-	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch"),
+	// memberctl/etcdsnapshot: status update, the cleanup finalizer (patch),
+	// the Jobs it owns (created once; a failed cleanup Job is deleted to be
+	// replaced). memberctl/etcdbackup creates scheduled snapshots and
+	// deletes those retention drops.
+	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch", "create", "patch", "delete"),
 	perms(etcdGroup, "etcdsnapshots/status", "update"),
 	perms(etcdGroup, "etcdsnapshots/finalizers", "update"),
-	perms("batch", "jobs", "get", "list", "watch", "create"),
+	perms("batch", "jobs", "get", "list", "watch", "create", "delete"),
 )
 
 // identityPerms are those of the identity ClusterRole, bound cluster-wide
