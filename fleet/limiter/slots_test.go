@@ -28,7 +28,7 @@ func TestSlotsBoundConcurrencyAndSpacing(t *testing.T) {
 	s, clk := newTestSlots(limit, perMinute)
 	t0 := clk.Now()
 	type state struct {
-		askAt, endAt time.Time
+		askAt, endAt  time.Time
 		started, done bool
 	}
 	st := make([]state, clusters)
