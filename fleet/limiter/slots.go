@@ -28,7 +28,7 @@ type Slots struct {
 	// spacing paces starts: a bucket of one token, so starts are evenly
 	// spaced and never come in a burst.
 	spacing   *rate.Limiter
-	last      time.Time
+	clock     monoClock
 	lastSweep time.Time
 	queue     fairQueue
 	entries   map[key]*entry // queued and granted-unclaimed
@@ -215,16 +215,8 @@ func (s *Slots) dropLocked(k key, e *entry) {
 	s.queue.remove(e)
 }
 
-// nowLocked returns the current time, never earlier than one already used
-// (rate.Limiter would credit an interval twice).
-func (s *Slots) nowLocked() time.Time {
-	now := s.opts.Now()
-	if now.Before(s.last) {
-		now = s.last
-	}
-	s.last = now
-	return now
-}
+// nowLocked returns the current time, never earlier than one already used.
+func (s *Slots) nowLocked() time.Time { return s.clock.read(s.opts.Now) }
 
 // SlotStats is a point-in-time view of Slots.
 type SlotStats struct {

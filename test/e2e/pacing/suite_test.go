@@ -9,8 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -63,20 +61,12 @@ func TestPacing(t *testing.T) {
 	RunSpecs(t, "snapshot pacing e2e Suite")
 }
 
-func crdDirs() []string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
-	return []string{filepath.Join(root, "config", "crd", "workload"), filepath.Join(root, "config", "crd", "management")}
-}
-
 // managerConfig is settings.Default() with the snapshot concurrency under
 // test. Starts are spaced 100 ms apart, so that the spacing never hides
 // the concurrency limit: ten snapshots asked at once would all start
 // within a second without it.
 func managerConfig() settings.Config {
-	c := settings.Default()
-	c.Namespace = secretNS
-	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
+	c := e2eutil.ManagerConfig(secretNS)
 	c.Snapshots.MaxConcurrent, c.Snapshots.StartsPerMinute = maxConcurrent, 600
 	c.Workers, c.WorkersPerCluster = 4, 2
 	return c
@@ -101,7 +91,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		Clusters: append([]string{"mgmt"}, workloads...),
 		Nodes:    1,
-		CRDDirs:  crdDirs(),
+		CRDDirs:  e2eutil.CRDDirs(),
 		Kubelet:  kubelet.Options{RestartBackoff: 200 * time.Millisecond, MaxRestartBackoff: time.Second},
 		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
 	})
