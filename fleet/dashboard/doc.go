@@ -73,11 +73,11 @@
 // connected, quorate (connected with every EtcdCluster quorate) and
 // degraded (Degraded=True); shows the limiter (rate such as "2/s" or
 // "1/30s", burst, whole tokens available, requests waiting); sums
-// replacementsTotal; counts clustersBehindBackupSchedule (clusters with an
-// EtcdCluster behind its backup schedule); and lists up to 10 clusters that are not Ready, worst
-// first: lost quorum (most EtcdClusters lost first), not connected (the
-// Connected reason), etcd status unknown, then unready members (most
-// missing first), each rank by namespace and name. Its Ready, Degraded and
+// replacementsTotal; counts clustersBehindBackupSchedule (clusters with
+// an EtcdCluster behind its backup schedule); and lists up to 10 clusters
+// that are not Ready, worst first: lost quorum (most EtcdClusters lost
+// first), not connected (the Connected reason), etcd status unknown, then
+// unready members (most missing first), each rank by namespace and name. Its Ready, Degraded and
 // Paused conditions summarise the same.
 //
 // # Implementation details
