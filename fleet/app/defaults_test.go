@@ -24,7 +24,7 @@ func TestDefaultSettingsAreThePartsDefaults(t *testing.T) {
 	if lo := limiterOptions(c, nil); lo.Rate != limiter.DefaultRate || lo.Burst != limiter.DefaultBurst {
 		t.Errorf("limiter rate %v burst %d; want %v and %d", lo.Rate, lo.Burst, limiter.DefaultRate, limiter.DefaultBurst)
 	}
-	if so := slotOptions(c); so.MaxConcurrent != limiter.DefaultMaxConcurrentSnapshots || so.StartsPerMinute != limiter.DefaultSnapshotStartsPerMinute {
+	if so := slotOptions(c, nil); so.MaxConcurrent != limiter.DefaultMaxConcurrentSnapshots || so.StartsPerMinute != limiter.DefaultSnapshotStartsPerMinute {
 		t.Errorf("snapshot slots %d at %v/min; want %d and %v", so.MaxConcurrent, so.StartsPerMinute,
 			limiter.DefaultMaxConcurrentSnapshots, limiter.DefaultSnapshotStartsPerMinute)
 	}

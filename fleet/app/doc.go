@@ -30,7 +30,8 @@
 //     and the Fleet object, and whose Context ends on disengagement so
 //     in-flight reconciles for a removed cluster stop.
 //   - The limiter's grants wake the waiting member at once through a channel
-//     source; the requeue-after is only the fallback.
+//     source, and the snapshot slots' grants the waiting EtcdSnapshot; the
+//     requeue-after is only the fallback.
 //   - The dashboard is told of every cluster state change, of limiter
 //     grants and of every EtcdCluster reconcile; it coalesces its writes.
 //   - The limiter's etcdfleet_limiter_* series and the snapshot slots'

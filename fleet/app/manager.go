@@ -82,11 +82,17 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		}
 		f.notify(r.Cluster)
 	}))
-	f.Snapshots = limiter.NewSlots(slotOptions(c))
+	slotGrants := make(chan event.TypedGenericEvent[gate.Request], 1024)
+	f.Snapshots = limiter.NewSlots(slotOptions(c, func(r gate.Request) {
+		select { // never block the slots: the requeue-after is the fallback
+		case slotGrants <- event.TypedGenericEvent[gate.Request]{Object: r}:
+		default:
+		}
+	}))
 	if err := f.newManager(restCfg, c); err != nil {
 		return nil, err
 	}
-	if err := f.addParts(c, grants); err != nil {
+	if err := f.addParts(c, grants, slotGrants); err != nil {
 		return nil, err
 	}
 	if err := f.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -139,7 +145,7 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 
 // addParts adds the limiter, its metrics, the dashboard, the registry and
 // the reconcilers to the manager.
-func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
+func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.TypedGenericEvent[gate.Request]) error {
 	local := f.Manager.GetLocalManager()
 	do := dashboardOptions(c)
 	do.Recorder = local.GetEventRecorderFor("etcdfleet-dashboard")
@@ -174,7 +180,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	return operator.SetupMulticluster(f.controllerManager(), operator.MulticlusterOptions{
 		Clusters: f.registry, Member: memberOptions(c), Snapshot: snapshotOptions(c), Workers: c.Workers,
 		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout,
-		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
+		Wake: grants, SnapshotWake: slotGrants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
 	})
 }
 
@@ -265,8 +271,8 @@ func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Optio
 	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true, OnGrant: onGrant}
 }
 
-func slotOptions(c settings.Config) limiter.SlotOptions {
-	return limiter.SlotOptions{MaxConcurrent: c.Snapshots.MaxConcurrent, StartsPerMinute: c.Snapshots.StartsPerMinute}
+func slotOptions(c settings.Config, onGrant func(gate.Request)) limiter.SlotOptions {
+	return limiter.SlotOptions{MaxConcurrent: c.Snapshots.MaxConcurrent, StartsPerMinute: c.Snapshots.StartsPerMinute, OnGrant: onGrant}
 }
 
 func dashboardOptions(c settings.Config) dashboard.Options {

@@ -162,9 +162,11 @@
 // starts empty, so a restarted manager sees its running snapshots (Hold,
 // on the first reconciles) for one spacing before it starts another;
 // a cluster engaged later than that can push the running count over the
-// limit until its Started snapshots end. Nothing wakes a waiting snapshot:
-// it re-asks after its Delay, at most MaxDelay (5 s), which is nothing
-// beside a snapshot's minutes.
+// limit until its Started snapshots end. OnGrant names each snapshot
+// granted while queued, and the fleet wiring feeds it to the EtcdSnapshot
+// controller, so a freed slot is taken within milliseconds; a waiting
+// snapshot also re-asks after its Delay, at most MaxDelay (15 s), which
+// keeps a thousand waiting snapshots' requeues light.
 //
 // Sharded, each replica's Slots takes its share like the Limiter:
 // concurrency ⌊s·MaxConcurrent⌋ but at least 1, and start rate

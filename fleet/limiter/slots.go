@@ -56,8 +56,14 @@ func NewSlots(opts SlotOptions) *Slots {
 	return s
 }
 
+// slotKey identifies a snapshot by cluster, namespace and name: Release
+// may come after the EtcdSnapshot is gone, without its EtcdCluster.
 func slotKey(sl gate.Slot) key {
 	return key{cluster: sl.Cluster, namespace: sl.Namespace, member: sl.Name, action: gate.SnapshotStart}
+}
+
+func slotKeyOf(r gate.Request) key {
+	return slotKey(gate.Slot{Cluster: r.Cluster, Namespace: r.Namespace, Name: r.Member})
 }
 
 func slotRequest(sl gate.Slot) gate.Request {
@@ -70,12 +76,18 @@ func slotRequest(sl gate.Slot) gate.Request {
 func (s *Slots) Acquire(_ context.Context, sl gate.Slot) gate.Decision {
 	k := slotKey(sl)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	d, woken := s.acquireLocked(k, sl)
+	s.mu.Unlock()
+	s.notify(woken)
+	return d
+}
+
+func (s *Slots) acquireLocked(k key, sl gate.Slot) (gate.Decision, []gate.Request) {
 	now := s.nowLocked()
 	s.sweepLocked(now)
 	if _, ok := s.held[k]; ok {
 		s.held[k] = sl.Expires
-		return gate.Decision{Cancel: s.releaser(k)}
+		return gate.Decision{Cancel: s.releaser(k)}, nil
 	}
 	e, known := s.entries[k]
 	if !known {
@@ -84,15 +96,15 @@ func (s *Slots) Acquire(_ context.Context, sl gate.Slot) gate.Decision {
 		s.queue.push(e)
 	}
 	e.lastAsk = now
-	s.grantLocked(now)
+	woken := s.grantLocked(now, k)
 	if !e.granted {
-		return gate.Decision{Delay: s.delayLocked(e, now), Cancel: func() {}}
+		return gate.Decision{Delay: s.delayLocked(e, now), Cancel: func() {}}, woken
 	}
 	delete(s.entries, k)
 	s.unclaimed--
 	s.held[k] = sl.Expires
 	s.metrics.start(now.Sub(e.firstAsk))
-	return gate.Decision{Cancel: s.releaser(k)}
+	return gate.Decision{Cancel: s.releaser(k)}, woken
 }
 
 // Hold implements gate.Slots: a running snapshot's slot counts even beyond
@@ -118,13 +130,14 @@ func (s *Slots) Release(sl gate.Slot) { s.releaser(slotKey(sl))() }
 func (s *Slots) releaser(k key) func() {
 	return func() {
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		now := s.nowLocked()
 		delete(s.held, k)
 		if e, ok := s.entries[k]; ok {
 			s.dropLocked(k, e)
 		}
-		s.grantLocked(now)
+		woken := s.grantLocked(now, key{})
+		s.mu.Unlock()
+		s.notify(woken)
 	}
 }
 
@@ -133,14 +146,15 @@ func (s *Slots) releaser(k key) func() {
 // running in the workload cluster whether or not it is engaged.
 func (s *Slots) ForgetCluster(cluster string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for k, e := range s.entries {
 		if k.cluster == cluster {
 			s.dropLocked(k, e)
 		}
 	}
 	s.queue.forget(cluster)
-	s.grantLocked(s.nowLocked())
+	woken := s.grantLocked(s.nowLocked(), key{})
+	s.mu.Unlock()
+	s.notify(woken)
 }
 
 // SetShare makes this replica's limits its share of the fleet's for owning
@@ -149,26 +163,43 @@ func (s *Slots) ForgetCluster(cluster string) {
 // s·StartsPerMinute. A replica owning nothing starts nothing.
 func (s *Slots) SetShare(owned, total int) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if owned <= 0 || total <= 0 {
-		s.max = 0
-		return
+	s.max = 0
+	var woken []gate.Request
+	if owned > 0 && total > 0 {
+		f := min(1, float64(owned)/float64(total))
+		s.max = max(1, int(math.Floor(f*float64(s.opts.MaxConcurrent))))
+		s.spacing.SetLimitAt(now, rate.Limit(f*s.opts.StartsPerMinute/60))
+		woken = s.grantLocked(now, key{})
 	}
-	f := min(1, float64(owned)/float64(total))
-	s.max = max(1, int(math.Floor(f*float64(s.opts.MaxConcurrent))))
-	s.spacing.SetLimitAt(now, rate.Limit(f*s.opts.StartsPerMinute/60))
-	s.grantLocked(now)
+	s.mu.Unlock()
+	s.notify(woken)
 }
 
 // grantLocked grants free slots to queued snapshots in fairness order, as
-// far as the concurrency limit and the spacing allow.
-func (s *Slots) grantLocked(now time.Time) {
+// far as the concurrency limit and the spacing allow. It returns those to
+// wake: every one granted but self, whose caller is told directly.
+func (s *Slots) grantLocked(now time.Time, self key) []gate.Request {
+	var woken []gate.Request
 	for s.queue.len() > 0 && len(s.held)+s.unclaimed < s.max && s.spacing.TokensAt(now) >= 1 {
 		s.spacing.ReserveN(now, 1)
 		e := s.queue.pop()
 		e.granted, e.grantedAt = true, now
 		s.unclaimed++
+		if slotKeyOf(e.req) != self {
+			woken = append(woken, e.req)
+		}
+	}
+	return woken
+}
+
+// notify calls OnGrant for each request, never with s.mu held.
+func (s *Slots) notify(reqs []gate.Request) {
+	if s.opts.OnGrant == nil {
+		return
+	}
+	for _, r := range reqs {
+		s.opts.OnGrant(r)
 	}
 }
 

@@ -10,8 +10,12 @@ import (
 )
 
 func newTestSlots(max int, perMinute float64) (*Slots, *fakeClock) {
+	return newWokenSlots(max, perMinute, nil)
+}
+
+func newWokenSlots(max int, perMinute float64, onGrant func(gate.Request)) (*Slots, *fakeClock) {
 	clk := newFakeClock()
-	return NewSlots(SlotOptions{MaxConcurrent: max, StartsPerMinute: perMinute, Now: clk.Now}), clk
+	return NewSlots(SlotOptions{MaxConcurrent: max, StartsPerMinute: perMinute, Now: clk.Now, OnGrant: onGrant}), clk
 }
 
 func snap(cluster string, i int, expires time.Time) gate.Slot {
@@ -19,19 +23,26 @@ func snap(cluster string, i int, expires time.Time) gate.Slot {
 }
 
 // TestSlotsBoundConcurrencyAndSpacing: ten clusters ask for a snapshot at
-// the same moment, each re-asking after its Delay and running a minute once
-// started. At no time do more than max run, starts are at least the
+// the same moment, each re-asking after its Delay or when woken, and
+// running a minute once started. At no time do more than max run, starts are at least the
 // spacing apart, and every snapshot runs.
 func TestSlotsBoundConcurrencyAndSpacing(t *testing.T) {
 	const limit, perMinute, clusters = 3, 6, 10
 	const runFor = time.Minute // six spacings: only the limit keeps it to 3
-	s, clk := newTestSlots(limit, perMinute)
-	t0 := clk.Now()
 	type state struct {
 		askAt, endAt  time.Time
 		started, done bool
 	}
 	st := make([]state, clusters)
+	var clk *fakeClock
+	// A granted snapshot is woken and asks again at once, as the
+	// controller's wake source makes it.
+	s, clk := newWokenSlots(limit, perMinute, func(r gate.Request) {
+		var i int
+		_, _ = fmt.Sscanf(r.Cluster, "c%d", &i)
+		st[i].askAt = clk.Now()
+	})
+	t0 := clk.Now()
 	for i := range st {
 		st[i].askAt = t0
 	}
@@ -166,5 +177,32 @@ func TestSlotsShare(t *testing.T) {
 	s.SetShare(0, 4)
 	if d := s.Acquire(context.Background(), snap("a", 0, clk.Now().Add(time.Hour))); d.Delay == 0 {
 		t.Error("a replica owning nothing started a snapshot")
+	}
+}
+
+// TestSlotsWakeOnRelease: the snapshot whose turn comes when another ends
+// is named to OnGrant, and its next ask starts it.
+func TestSlotsWakeOnRelease(t *testing.T) {
+	var woken []gate.Request
+	s, clk := newWokenSlots(1, 60, func(r gate.Request) { woken = append(woken, r) })
+	clk.Advance(time.Minute)
+	exp := clk.Now().Add(time.Hour)
+	if d := s.Acquire(context.Background(), snap("a", 0, exp)); d.Delay != 0 {
+		t.Fatalf("first snapshot told to wait %v", d.Delay)
+	}
+	if d := s.Acquire(context.Background(), snap("b", 0, exp)); d.Delay == 0 {
+		t.Fatal("second snapshot started beside the first with a limit of 1")
+	}
+	clk.Advance(time.Minute)
+	s.Release(gate.Slot{Cluster: "a", Namespace: "ns", Name: "s0"}) // as after deletion: no EtcdCluster
+	want := gate.Request{Cluster: "b", Namespace: "ns", EtcdCluster: "etcd", Member: "s0", Action: gate.SnapshotStart}
+	if len(woken) != 1 || woken[0] != want {
+		t.Fatalf("woken %+v, want %+v", woken, want)
+	}
+	if d := s.Acquire(context.Background(), snap("b", 0, exp)); d.Delay != 0 {
+		t.Fatalf("woken snapshot told to wait %v", d.Delay)
+	}
+	if len(woken) != 1 {
+		t.Errorf("woken again: %+v", woken)
 	}
 }

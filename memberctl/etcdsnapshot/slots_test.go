@@ -25,8 +25,8 @@ import (
 // and records every call; the fleet's real one is tested in fleet/limiter
 // and, with the reconciler, by the sandbox e2e test/e2e/pacing.
 type recordingSlots struct {
-	mu                        sync.Mutex
-	delay                     time.Duration
+	mu                       sync.Mutex
+	delay                    time.Duration
 	acquired, held, released []gate.Slot
 }
 
