@@ -15,6 +15,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"--set", "limiter.rate=-1"},
 		{"--set", "limiter.rate=0.0"},
 		{"--set", "limiter.rate=fast"},
+		{"--set", "snapshots.maxConcurrent=0"},
+		{"--set", "snapshots.startsPerMinute=0"},
 		{"--set", "clusters.qps=-2.5"},
 		{"--set", "manager.workers=x"},
 		{"--set", "manager.workers=0"},

@@ -187,7 +187,7 @@ func sameValue(v any, want string) bool {
 func TestNonDefaultValues(t *testing.T) {
 	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS, nonDefault...)
 	d, c := managerContainer(t, objs)
-	for _, a := range []string{"--limiter-rate=5", "--limiter-burst=20", "--etcd-access=direct", "--workers=16",
+	for _, a := range []string{"--limiter-rate=5", "--limiter-burst=20", "--snapshots-max-concurrent=2", "--snapshots-starts-per-minute=30", "--etcd-access=direct", "--workers=16",
 		"--workers-per-cluster=6", "--cluster-request-timeout=3s", "--namespace=registrations", "--leader-election-id=my-lease", "--cluster-burst=1000000",
 		"--replacement-initial-backoff=500ms", "--replacement-window=1h30m", "--cluster-probe-interval=20s", "--zap-log-level=debug"} {
 		if !slices.Contains(c.Args, a) {
@@ -201,7 +201,7 @@ func TestNonDefaultValues(t *testing.T) {
 		}
 	}
 	got := loadArgs(t, known)
-	if got.Limiter.Rate != 5 || got.Limiter.Burst != 20 || got.EtcdAccess != "direct" || got.Workers != 16 ||
+	if got.Limiter.Rate != 5 || got.Limiter.Burst != 20 || got.Snapshots.MaxConcurrent != 2 || got.Snapshots.StartsPerMinute != 30 || got.EtcdAccess != "direct" || got.Workers != 16 ||
 		got.WorkersPerCluster != 6 || got.Clusters.RequestTimeout != 3*time.Second || got.Namespace != "registrations" || got.LeaderElectionID != "my-lease" || got.Clusters.Burst != 1000000 ||
 		got.Replacement.InitialBackoff != 500*time.Millisecond || got.Replacement.Window != 90*time.Minute ||
 		got.Clusters.ProbeInterval != 20*time.Second {

@@ -32,6 +32,7 @@ type Config struct {
 	ReconcileTimeout time.Duration `mapstructure:"reconcileTimeout"`
 
 	Limiter     LimiterConfig     `mapstructure:"limiter"`
+	Snapshots   SnapshotsConfig   `mapstructure:"snapshots"`
 	Replacement ReplacementConfig `mapstructure:"replacement"`
 	Clusters    ClustersConfig    `mapstructure:"clusters"`
 	Dashboard   DashboardConfig   `mapstructure:"dashboard"`
@@ -57,6 +58,13 @@ type Config struct {
 type LimiterConfig struct {
 	Rate  float64 `mapstructure:"rate"`
 	Burst int     `mapstructure:"burst"`
+}
+
+// SnapshotsConfig paces snapshot starts fleet-wide (limiter.Slots),
+// apart from the replacement limiter.
+type SnapshotsConfig struct {
+	MaxConcurrent   int     `mapstructure:"maxConcurrent"`
+	StartsPerMinute float64 `mapstructure:"startsPerMinute"`
 }
 
 // ReplacementConfig is the per-member replacement policy.
@@ -124,6 +132,8 @@ func Default() Config {
 		WorkersPerCluster: operator.DefaultWorkersPerCluster,
 		ReconcileTimeout:  operator.DefaultReconcileTimeout,
 		Limiter:           LimiterConfig{Rate: float64(limiter.DefaultRate), Burst: limiter.DefaultBurst},
+		Snapshots: SnapshotsConfig{MaxConcurrent: limiter.DefaultMaxConcurrentSnapshots,
+			StartsPerMinute: limiter.DefaultSnapshotStartsPerMinute},
 		Replacement: ReplacementConfig{InitialBackoff: policy.InitialBackoff, MaxBackoff: policy.MaxBackoff,
 			Cap: int(policy.Cap), Window: policy.Window, HealthyReset: policy.HealthyReset},
 		Clusters: ClustersConfig{QPS: kubeconfigsecret.DefaultQPS, Burst: kubeconfigsecret.DefaultBurst,

@@ -99,6 +99,9 @@ func (c Config) Validate() error {
 	if c.Limiter.Rate <= 0 || c.Limiter.Burst < 1 {
 		errs = append(errs, "limiter.rate must be > 0 and limiter.burst at least 1 (the limiter paces; it cannot halt)")
 	}
+	if c.Snapshots.MaxConcurrent < 1 || c.Snapshots.StartsPerMinute <= 0 {
+		errs = append(errs, "snapshots.maxConcurrent must be at least 1 and snapshots.startsPerMinute > 0 (pacing never halts backups)")
+	}
 	if err := c.ReplacementPolicy().Validate(); err != nil {
 		errs = append(errs, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}

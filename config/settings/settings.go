@@ -55,6 +55,8 @@ func Settings(c *Config) []Setting {
 		{"reconcileTimeout", "reconcile-timeout", "Longest one reconcile may run; its context then ends and it is retried with backoff. Bounds how long a cluster that stopped answering holds a worker.", "manager.reconcileTimeout", &c.ReconcileTimeout},
 		{"limiter.rate", "limiter-rate", "Fleet-wide replacements per second (token bucket rate). Paces replacements; never halts them.", "limiter.rate", &c.Limiter.Rate},
 		{"limiter.burst", "limiter-burst", "Fleet-wide replacement burst (token bucket size).", "limiter.burst", &c.Limiter.Burst},
+		{"snapshots.maxConcurrent", "snapshots-max-concurrent", "Most EtcdSnapshot Jobs running at once, fleet-wide; a snapshot waiting for a slot stays Pending (Ready=False, WaitingForSlot). Apart from the replacement limiter: backups never delay a replacement.", "snapshots.maxConcurrent", &c.Snapshots.MaxConcurrent},
+		{"snapshots.startsPerMinute", "snapshots-starts-per-minute", "Most EtcdSnapshot Jobs started per minute, fleet-wide, evenly spaced, so that schedules firing at the same moment across the fleet start one by one.", "snapshots.startsPerMinute", &c.Snapshots.StartsPerMinute},
 		{"replacement.initialBackoff", "replacement-initial-backoff", "Wait after a member's first replacement before another; doubles per consecutive replacement.", "replacement.initialBackoff", &c.Replacement.InitialBackoff},
 		{"replacement.maxBackoff", "replacement-max-backoff", "Longest wait between replacements of one member.", "replacement.maxBackoff", &c.Replacement.MaxBackoff},
 		{"replacement.cap", "replacement-cap", "Replacements per window whose cause is not node shutdown before a member stops being replaced (ReplacementsExhausted).", "replacement.cap", &c.Replacement.Cap},

@@ -24,6 +24,10 @@ func TestDefaultSettingsAreThePartsDefaults(t *testing.T) {
 	if lo := limiterOptions(c, nil); lo.Rate != limiter.DefaultRate || lo.Burst != limiter.DefaultBurst {
 		t.Errorf("limiter rate %v burst %d; want %v and %d", lo.Rate, lo.Burst, limiter.DefaultRate, limiter.DefaultBurst)
 	}
+	if so := slotOptions(c, nil); so.MaxConcurrent != limiter.DefaultMaxConcurrentSnapshots || so.StartsPerMinute != limiter.DefaultSnapshotStartsPerMinute {
+		t.Errorf("snapshot slots %d at %v/min; want %d and %v", so.MaxConcurrent, so.StartsPerMinute,
+			limiter.DefaultMaxConcurrentSnapshots, limiter.DefaultSnapshotStartsPerMinute)
+	}
 	if do := dashboardOptions(c); do.MinInterval != dashboard.DefaultMinInterval || do.Resync != dashboard.DefaultResync {
 		t.Errorf("dashboard min interval %s resync %s; want %s and %s", do.MinInterval, do.Resync,
 			dashboard.DefaultMinInterval, dashboard.DefaultResync)

@@ -25,14 +25,17 @@
 //   - Each part's options come from config/settings, whose defaults are the
 //     parts' own Default* values (a test checks the mapping keeps them).
 //   - The registry turns each engaged cluster into a workload.Cluster whose
-//     Gate is the shared limiter, whose Paused reads the Secret annotation
+//     Gate is the shared limiter, whose Slots are the shared snapshot
+//     slots (limiter.Slots, apart from the Gate's tokens), whose Paused reads the Secret annotation
 //     and the Fleet object, and whose Context ends on disengagement so
 //     in-flight reconciles for a removed cluster stop.
 //   - The limiter's grants wake the waiting member at once through a channel
-//     source; the requeue-after is only the fallback.
+//     source, and the snapshot slots' grants the waiting EtcdSnapshot; the
+//     requeue-after is only the fallback.
 //   - The dashboard is told of every cluster state change, of limiter
 //     grants and of every EtcdCluster reconcile; it coalesces its writes.
-//   - The limiter's etcdfleet_limiter_* series are registered on
+//   - The limiter's etcdfleet_limiter_* series and the snapshot slots'
+//     etcdfleet_snapshot_start* series are registered on
 //     controller-runtime's metrics registry while the manager runs.
 //   - /metrics is served over HTTPS with controller-runtime's
 //     filters.WithAuthenticationAndAuthorization unless --metrics-secure
@@ -53,7 +56,7 @@
 //     election still picks the one that writes the Fleet and deletes
 //     orphaned FleetClusters. shareKeeper counts the clusters engaged here
 //     and sets the limiter's share of the fleet-wide rate and burst
-//     (fleet/limiter, "Across replicas").
+//     (fleet/limiter, "Across replicas"), and the snapshot slots' share.
 //
 // # Isolation of clusters
 //

@@ -38,9 +38,12 @@ import (
 
 // Fleet is the assembled manager.
 type Fleet struct {
-	Manager   mcmanager.Manager
-	Provider  *kubeconfigsecret.Provider
-	Limiter   *limiter.Limiter
+	Manager  mcmanager.Manager
+	Provider *kubeconfigsecret.Provider
+	Limiter  *limiter.Limiter
+	// Snapshots paces snapshot starts; it shares nothing with Limiter, so
+	// backups never delay a replacement.
+	Snapshots *limiter.Slots
 	Dashboard *dashboard.Writer
 	registry  *registry
 	sharding  *sharding    // nil unless sharding.enabled (shard.go)
@@ -79,10 +82,17 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		}
 		f.notify(r.Cluster)
 	}))
+	slotGrants := make(chan event.TypedGenericEvent[gate.Request], 1024)
+	f.Snapshots = limiter.NewSlots(slotOptions(c, func(r gate.Request) {
+		select { // never block the slots: the requeue-after is the fallback
+		case slotGrants <- event.TypedGenericEvent[gate.Request]{Object: r}:
+		default:
+		}
+	}))
 	if err := f.newManager(restCfg, c); err != nil {
 		return nil, err
 	}
-	if err := f.addParts(c, grants); err != nil {
+	if err := f.addParts(c, grants, slotGrants); err != nil {
 		return nil, err
 	}
 	if err := f.Manager.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -135,7 +145,7 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 
 // addParts adds the limiter, its metrics, the dashboard, the registry and
 // the reconcilers to the manager.
-func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEvent[gate.Request]) error {
+func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.TypedGenericEvent[gate.Request]) error {
 	local := f.Manager.GetLocalManager()
 	do := dashboardOptions(c)
 	do.Recorder = local.GetEventRecorderFor("etcdfleet-dashboard")
@@ -147,7 +157,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 		}
 		limiterRun = nil // added by addSharded, on every replica
 	}
-	for _, r := range []manager.Runnable{limiterRun, limiterMetrics{f.Limiter}} {
+	for _, r := range []manager.Runnable{limiterRun, limiterMetrics{f.Limiter, f.Snapshots}} {
 		if r == nil {
 			continue
 		}
@@ -159,7 +169,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 		return err
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
-		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name) },
+		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name); f.Snapshots.ForgetCluster(name) },
 		known: func(name string) bool { _, ok := f.Provider.State(name); return ok }}
 	if err := f.Manager.Add(f.registry); err != nil {
 		return err
@@ -170,7 +180,7 @@ func (f *Fleet) addParts(c settings.Config, grants <-chan event.TypedGenericEven
 	return operator.SetupMulticluster(f.controllerManager(), operator.MulticlusterOptions{
 		Clusters: f.registry, Member: memberOptions(c), Snapshot: snapshotOptions(c), Workers: c.Workers,
 		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout,
-		Wake: grants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
+		Wake: grants, SnapshotWake: slotGrants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
 	})
 }
 
@@ -181,7 +191,7 @@ func (f *Fleet) Start(ctx context.Context) error { return f.Manager.Start(ctx) }
 func (f *Fleet) newCluster(c settings.Config) func(context.Context, string, cluster.Cluster) (*workload.Cluster, io.Closer, error) {
 	return func(ctx context.Context, name string, cl cluster.Cluster) (*workload.Cluster, io.Closer, error) {
 		cc := clusterConfig(name, cl, ctx)
-		cc.Access, cc.Gate = operator.Access(c.EtcdAccess), f.Limiter
+		cc.Access, cc.Gate, cc.Slots = operator.Access(c.EtcdAccess), f.Limiter, f.Snapshots
 		cc.Paused = func() bool {
 			st, ok := f.Provider.State(name)
 			return (ok && st.Paused) || f.Dashboard.FleetPaused()
@@ -259,6 +269,10 @@ func prepare(c settings.Config) func(context.Context, *rest.Config) error {
 func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Options {
 	// StartEmpty: a new leader must not spend a second burst (limiter doc).
 	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true, OnGrant: onGrant}
+}
+
+func slotOptions(c settings.Config, onGrant func(gate.Request)) limiter.SlotOptions {
+	return limiter.SlotOptions{MaxConcurrent: c.Snapshots.MaxConcurrent, StartsPerMinute: c.Snapshots.StartsPerMinute, OnGrant: onGrant}
 }
 
 func dashboardOptions(c settings.Config) dashboard.Options {

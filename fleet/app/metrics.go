@@ -10,18 +10,25 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 )
 
-// limiterMetrics serves the limiter's etcdfleet_limiter_* series on the
+// limiterMetrics serves the limiter's etcdfleet_limiter_* series and the
+// snapshot slots' etcdfleet_snapshot_start* series on the
 // manager's /metrics (controller-runtime's metrics.Registry) while the
 // manager runs. It registers on Start and unregisters on stop rather than
 // in New, so that a process may build and stop one fleet after another
 // (the tests do) without the second one's registration colliding.
-type limiterMetrics struct{ l *limiter.Limiter }
+type limiterMetrics struct {
+	l *limiter.Limiter
+	s *limiter.Slots
+}
 
 func (m limiterMetrics) Start(ctx context.Context) error {
 	reg := &unregisterer{Registerer: metrics.Registry}
 	defer reg.unregisterAll()
 	if err := m.l.RegisterMetrics(reg); err != nil {
 		return fmt.Errorf("register the limiter metrics: %w", err)
+	}
+	if err := m.s.RegisterMetrics(reg); err != nil {
+		return fmt.Errorf("register the snapshot slot metrics: %w", err)
 	}
 	<-ctx.Done()
 	return nil

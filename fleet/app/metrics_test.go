@@ -40,10 +40,11 @@ var _ = Describe("limiter metrics", func() {
 		stop := runFleet(env.Config, c)
 
 		series := []string{"etcdfleet_limiter_tokens_available", "etcdfleet_limiter_waiting_requests",
-			"etcdfleet_limiter_wait_seconds"}
+			"etcdfleet_limiter_wait_seconds", "etcdfleet_snapshot_starts_running", "etcdfleet_snapshot_starts_waiting",
+			"etcdfleet_snapshot_start_wait_seconds"}
 		Eventually(limiterSeries).WithTimeout(30 * time.Second).Should(ContainElements(series))
 		stop()
-		Expect(limiterSeries()).NotTo(ContainElement(HavePrefix("etcdfleet_limiter_")),
+		Expect(limiterSeries()).NotTo(ContainElement(Or(HavePrefix("etcdfleet_limiter_"), HavePrefix("etcdfleet_snapshot_start"))),
 			"a stopped manager's series must go, or the next manager in the process could not register its own")
 	}, SpecTimeout(3*time.Minute))
 })

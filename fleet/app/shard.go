@@ -96,6 +96,7 @@ func (k *shareKeeper) update() {
 	defer k.mu.Unlock()
 	total := len(k.f.Provider.States())
 	k.f.Limiter.SetShare(min(k.n, total), total)
+	k.f.Snapshots.SetShare(min(k.n, total), total)
 }
 
 // Start implements manager.Runnable: the keeper only reacts.
@@ -141,6 +142,7 @@ func (f *Fleet) addSharded() error {
 	k := &shareKeeper{f: f}
 	f.shares = k
 	f.Limiter.SetShare(0, 1)
+	f.Snapshots.SetShare(0, 1)
 	if err := f.Manager.Add(k); err != nil {
 		return err
 	}

@@ -61,15 +61,23 @@
 //     replacementsWaiting/replacementsThrottled from the limiter. While a
 //     cluster is not connected or its etcd objects cannot be read, the last
 //     known counts are kept.
+//   - Backups (SummarizeBackups), over the EtcdClusters with spec.backup
+//     only: etcdClustersWithBackup; etcdClustersBehindBackup (BackedUp
+//     False, behind schedule or failed); etcdClustersNeverBackedUp (no
+//     status.backup.lastSuccessfulTime); oldestLastBackupTime, the oldest
+//     of those times (a time, so the status changes only when a backup
+//     completes; the printer column is a date, so kubectl shows its age);
+//     and backupSummary for kubectl: never, behind or ok.
 //
 // The Fleet (created unpaused if missing) counts clusters total,
 // connected, quorate (connected with every EtcdCluster quorate) and
 // degraded (Degraded=True); shows the limiter (rate such as "2/s" or
 // "1/30s", burst, whole tokens available, requests waiting); sums
-// replacementsTotal; and lists up to 10 clusters that are not Ready, worst
-// first: lost quorum (most EtcdClusters lost first), not connected (the
-// Connected reason), etcd status unknown, then unready members (most
-// missing first), each rank by namespace and name. Its Ready, Degraded and
+// replacementsTotal; counts clustersBehindBackupSchedule (clusters with
+// an EtcdCluster behind its backup schedule); and lists up to 10 clusters
+// that are not Ready, worst first: lost quorum (most EtcdClusters lost
+// first), not connected (the Connected reason), etcd status unknown, then
+// unready members (most missing first), each rank by namespace and name. Its Ready, Degraded and
 // Paused conditions summarise the same.
 //
 // # Implementation details

@@ -124,6 +124,9 @@ func buildFleetStatus(prev *fleetv1.FleetStatus, rows []clusterRow, stats *limit
 			st.ClustersDegraded++
 		}
 		st.ReplacementsTotal += s.ReplacementsTotal
+		if s.EtcdClustersBehindBackup > 0 {
+			st.ClustersBehindBackupSchedule++
+		}
 	}
 	if stats != nil {
 		st.Limiter = limiterStatus(*stats)

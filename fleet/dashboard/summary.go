@@ -25,6 +25,8 @@ type EtcdSummary struct {
 	// LastReplacementTime is the newest status.replacement.lastTime.
 	ReplacementsTotal   int64
 	LastReplacementTime *metav1.Time
+	// Backups summarises the EtcdClusters' backup schedules.
+	Backups BackupSummary
 	// States lists the EtcdClusters worst first (see Severity), at most
 	// fleetv1.MaxEtcdClusterStates of them.
 	States []fleetv1.EtcdClusterState
@@ -89,6 +91,7 @@ func SummarizeEtcd(clusters []etcdv1.EtcdCluster, members []etcdv1.EtcdMember) E
 		s.MembersDesired += st.DesiredMembers
 		states = append(states, st)
 	}
+	s.Backups = SummarizeBackups(clusters)
 	slices.SortFunc(states, compareStates)
 	if len(states) > fleetv1.MaxEtcdClusterStates {
 		states = states[:fleetv1.MaxEtcdClusterStates]

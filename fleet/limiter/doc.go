@@ -1,6 +1,7 @@
 // Package limiter paces destructive actions on etcd members across a whole
 // fleet of workload clusters. It implements gate.Gate with one token bucket
-// shared by every cluster and hands scarce tokens out fairly.
+// shared by every cluster and hands scarce tokens out fairly. A second,
+// separate class, Slots, paces snapshot starts (see "Snapshot starts").
 //
 // After a datacenter power cycle every etcd Pod in every cluster is left
 // terminal at once. Deleting them all in the same second would stampede the
@@ -125,6 +126,62 @@
 // wait, and quorum-lost-first ordering holds within a replica, not
 // across. A fleet heal with k replicas can therefore take longer than
 // with one, up to the busiest replica's queue at its share.
+//
+// # Snapshot starts: the Slots class
+//
+// Slots (NewSlots, SlotOptions) implements gate.Slots for snapshot Jobs,
+// which run for minutes rather than being spent at once. It bounds the
+// snapshots running at once fleet-wide (MaxConcurrent, default 4) and
+// spaces their starts (StartsPerMinute, default 6: a rate.Limiter with a
+// bucket of one, so starts never come in a burst), so that a thousand
+// clusters whose schedules fire at midnight start one by one and at most
+// four stream to object storage together.
+//
+//	slots := limiter.NewSlots(limiter.SlotOptions{MaxConcurrent: 4, StartsPerMinute: 6})
+//	_ = slots.RegisterMetrics(metrics.Registry)
+//	// every engaged cluster's workload.Cluster.Slots = slots
+//
+// It is a class of its own, not a second token kind of Limiter: it has its
+// own lock, queue and counters and shares no token with replacements, so a
+// backup can never delay a replacement, and a fleet heal (which may hold
+// the Limiter's tokens for minutes) never stalls backups. It lives in this
+// package to reuse the fair queue: waiting snapshots are served
+// round-robin across workload clusters, so a cluster with many due
+// snapshots does not hold the others back, and a granted slot is kept for
+// its snapshot until it asks again (GrantTTL), as tokens are.
+//
+// A slot is held from Acquire's grant until Release, which the snapshot
+// reconciler calls at a terminal phase or when the EtcdSnapshot is gone.
+// Hold re-takes the slot of a snapshot found Started (after a restart) and
+// counts even beyond the limit, since its Job runs whatever the limit
+// says. Every slot carries an expiry, its Job's active deadline plus a
+// margin: a Release lost (the snapshot deleted while the manager was
+// down) frees itself then, so backups are never halted. ForgetCluster
+// drops a disengaged cluster's queued requests but keeps its held slots
+// until they expire, since its Jobs keep running. The spacing bucket
+// starts empty, so a restarted manager sees its running snapshots (Hold,
+// on the first reconciles) for one spacing before it starts another;
+// a cluster engaged later than that can push the running count over the
+// limit until its Started snapshots end. OnGrant names each snapshot
+// granted while queued, and the fleet wiring feeds it to the EtcdSnapshot
+// controller, so a freed slot is taken within milliseconds; a waiting
+// snapshot also re-asks after its Delay, at most MaxDelay (15 s), which
+// keeps a thousand waiting snapshots' requeues light.
+//
+// Sharded, each replica's Slots takes its share like the Limiter:
+// concurrency ⌊s·MaxConcurrent⌋ but at least 1, and start rate
+// s·StartsPerMinute, applied at once in both directions (a concurrency is
+// not a bucket that could be refilled twice). The floor of one slot per
+// replica owning clusters lets the fleet run up to max(MaxConcurrent,
+// replicas) snapshots at once; a cluster moving between replicas may be
+// counted by both until the old owner's slot expires, which only lowers
+// the concurrency. Alternatives were the same as for the Limiter (a slot
+// service on the leader, slots in a Lease) and were rejected for the same
+// reasons.
+//
+// Metrics: etcdfleet_snapshot_starts_running and
+// etcdfleet_snapshot_starts_waiting (gauges read at scrape time) and
+// etcdfleet_snapshot_start_wait_seconds (a histogram of waits).
 //
 // # Trade-offs
 //

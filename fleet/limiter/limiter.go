@@ -28,7 +28,7 @@ type Limiter struct {
 	// has passed, and every grant here is made for "now", so returned tokens
 	// are kept beside the bucket, clamped so both together never exceed Burst.
 	refund    float64
-	last      time.Time // latest time seen; keeps the bucket's clock monotonic
+	clock     monoClock
 	lastSweep time.Time
 	// started is set by Start; with Options.StartEmpty no token exists
 	// before it.
@@ -224,11 +224,7 @@ func (l *Limiter) notify(reqs []gate.Request) {
 // used: rate.Limiter moves its clock back when given an earlier time and
 // then credits the same interval twice.
 func (l *Limiter) nowLocked() time.Time {
-	now := l.opts.Now()
-	if now.Before(l.last) {
-		now = l.last
-	}
-	l.last = now
+	now := l.clock.read(l.opts.Now)
 	l.raiseDueLocked(now)
 	return now
 }

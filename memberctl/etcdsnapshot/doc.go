@@ -22,6 +22,15 @@
 //   - Pending: the cluster must exist and have a member with a Pod; until
 //     then the snapshot waits (ClusterNotFound) and is looked at again
 //     every Options.Requeue.
+//   - Pending, with a member to dial: a slot is asked of the cluster's
+//     gate.Slots (workload.Cluster.Slots; the fleet's limiter.Slots bounds
+//     the snapshots running fleet-wide). Without one the snapshot stays
+//     Pending with Ready=False WaitingForSlot and requeues after the
+//     gate's delay. The slot is held while Started (re-taken on every
+//     reconcile, so a restarted manager counts the Jobs already running)
+//     and released at a terminal phase or when the EtcdSnapshot is gone;
+//     it expires at the Job's activeDeadlineSeconds plus a minute, so a
+//     lost release never halts backups.
 //   - The Job (<snapshot>-snapshot, controlled by the EtcdSnapshot) runs
 //     `etcdfleet-agent snapshot-agent` (package memberctl/snapshot/agent)
 //     against the members' client URLs, with the cluster's CA and operator

@@ -47,12 +47,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	defer cancel()
 	s := &v1alpha1.EtcdSnapshot{}
 	if err := cl.Client.Get(ctx, req, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			releaseSlot(cl, req)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if handled, res, err := r.cleanup(ctx, cl, s); handled || err != nil {
 		return res, err
 	}
 	if s.Status.Phase.Terminal() || s.DeletionTimestamp != nil {
+		releaseSlot(cl, req)
 		observeComplete(cl.Name, s)
 		return ctrl.Result{}, nil
 	}
@@ -60,9 +64,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	res, err := st.step(ctx)
 	werr := st.writeStatus(ctx)
 	if werr == nil && s.Status.Phase.Terminal() {
+		releaseSlot(cl, req)
 		countFinal(cl.Name, s)
 		observeComplete(cl.Name, s)
 	}
+	st.holdSlot()
 	if werr != nil && err == nil {
 		err = werr
 	}
@@ -114,11 +120,17 @@ func (st *run) createJob(ctx context.Context) (ctrl.Result, error) {
 		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s has no running member yet", ec.Name))
 		return ctrl.Result{RequeueAfter: st.o.Requeue}, nil
 	}
+	res, cancel, ok := st.acquireSlot(ctx)
+	if !ok {
+		return res, nil
+	}
 	job := buildJob(s, members, st.o)
 	if err := controllerutil.SetControllerReference(s, job, st.cl.Client.Scheme()); err != nil {
+		cancel()
 		return ctrl.Result{}, err
 	}
 	if err := st.cl.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		cancel()
 		return ctrl.Result{}, err
 	}
 	now := metav1.Now()

@@ -15,4 +15,10 @@
 //	if err := act(); err != nil {
 //		d.Cancel() // the action did not happen: give the token back
 //	}
+//
+// Slots is the second question, asked before a snapshot Job starts: how
+// many may run at once and how fast they start. A slot is held while the
+// task runs, until Release, or until its Expires if the release is lost.
+// AllowAllSlots is the single-cluster default; the fleet implements it
+// with limiter.Slots, apart from the Gate's tokens.
 package gate

@@ -48,6 +48,10 @@ type MulticlusterOptions struct {
 	// Wake carries the gate's grants: a member whose turn came is
 	// reconciled at once instead of at its requeue time. Optional.
 	Wake <-chan event.TypedGenericEvent[gate.Request]
+	// SnapshotWake carries the snapshot slots' grants (gate.Request with
+	// the EtcdSnapshot's name as Member): a snapshot whose slot came is
+	// reconciled at once. Optional.
+	SnapshotWake <-chan event.TypedGenericEvent[gate.Request]
 	// ClusterReconciled, if set, is told the cluster of every EtcdCluster
 	// reconcile: those run on every change of an EtcdCluster or of its
 	// members (readiness, quorum, replacement counts).
@@ -99,7 +103,11 @@ func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 		return err
 	}
 	snaps := &etcdsnapshot.Reconciler{Clusters: o.Clusters, Options: o.Snapshot}
-	if err := o.complete(controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions()),
+	sb := controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions())
+	if o.SnapshotWake != nil {
+		sb = sb.WatchesRawSource(wakeSource(o.SnapshotWake))
+	}
+	if err := o.complete(sb,
 		func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 			return snaps.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
 		}); err != nil {
@@ -136,7 +144,8 @@ func controllerFor(mgr mcmanager.Manager, name string) *mcbuilder.Builder {
 	return b
 }
 
-// wakeSource turns the gate's grants into requests for the granted member.
+// wakeSource turns the gate's grants into requests for the granted member
+// (or, for snapshot slots, the granted EtcdSnapshot).
 func wakeSource(grants <-chan event.TypedGenericEvent[gate.Request]) source.TypedSource[mcreconcile.Request] {
 	return source.TypedChannel(grants, handler.TypedFuncs[gate.Request, mcreconcile.Request]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[gate.Request], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {

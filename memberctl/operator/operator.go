@@ -65,8 +65,10 @@ type ClusterConfig struct {
 	Recorder record.EventRecorder
 	Access   Access
 	Gate     gate.Gate
-	Paused   func() bool
-	Context  context.Context
+	// Slots pace snapshot starts; nil is gate.AllowAllSlots.
+	Slots   gate.Slots
+	Paused  func() bool
+	Context context.Context
 }
 
 // NewCluster builds the handle for one workload cluster. The returned
@@ -108,11 +110,15 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	if g == nil {
 		g = gate.AllowAll{}
 	}
+	slots := cfg.Slots
+	if slots == nil {
+		slots = gate.AllowAllSlots{}
+	}
 	// The etcd client logs every retry at warn; failures reach us as errors
 	// and end up in conditions and Events, so its own logging stays off.
 	pool := etcdaccess.NewClientPool(dialer, zap.NewNop())
 	cl := &workload.Cluster{Name: cfg.Name, Client: cfg.Client, Reader: cfg.Reader, Recorder: rec,
-		Etcd: &etcd.Ops{Pool: pool}, Gate: g, Paused: cfg.Paused, Context: cfg.Context}
+		Etcd: &etcd.Ops{Pool: pool}, Gate: g, Slots: slots, Paused: cfg.Paused, Context: cfg.Context}
 	return cl, closers{pool, closer, recCloser}, nil
 }
 
@@ -120,6 +126,8 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 type Options struct {
 	Access Access
 	Gate   gate.Gate
+	// Slots pace snapshot starts; nil is gate.AllowAllSlots.
+	Slots  gate.Slots
 	Member etcdmember.Options
 	// Snapshot tunes the EtcdSnapshot reconciler; zero is
 	// etcdsnapshot.DefaultOptions.
@@ -152,7 +160,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 	}
 	cl, closer, err := NewCluster(ClusterConfig{
 		REST: mgr.GetConfig(), Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorderFor("etcdfleet"), Access: opts.Access, Gate: opts.Gate,
+		Recorder: mgr.GetEventRecorderFor("etcdfleet"), Access: opts.Access, Gate: opts.Gate, Slots: opts.Slots,
 	})
 	if err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ type Cluster struct {
 	Etcd etcd.Interface
 	// Gate is asked before every destructive action.
 	Gate gate.Gate
+	// Slots pace snapshot starts: a snapshot Job is created only with a
+	// slot, held until the snapshot ends. Nil means no pacing.
+	Slots gate.Slots
 	// Paused reports whether destructive actions are suspended in this
 	// cluster; nil means never.
 	Paused func() bool

@@ -67,6 +67,10 @@ type FleetStatus struct {
 	// replacementsTotal sums the FleetClusters' replacementsTotal.
 	// +optional
 	ReplacementsTotal int64 `json:"replacementsTotal"`
+	// clustersBehindBackupSchedule counts the clusters with at least one
+	// EtcdCluster behind its backup schedule (etcdClustersBehindBackup).
+	// +optional
+	ClustersBehindBackupSchedule int32 `json:"clustersBehindBackupSchedule"`
 	// replicas lists, with sharding on, every replica that owns clusters
 	// and how many, by name; clustersUnowned counts the registered clusters
 	// no replica has reported owning yet.
@@ -103,6 +107,7 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="Degraded",type=integer,JSONPath=`.status.clustersDegraded`
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.limiter.waiting`
 // +kubebuilder:printcolumn:name="Replaced",type=integer,JSONPath=`.status.replacementsTotal`
+// +kubebuilder:printcolumn:name="BehindBackup",type=integer,JSONPath=`.status.clustersBehindBackupSchedule`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Fleet struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -100,6 +100,32 @@ type FleetClusterStatus struct {
 	// +optional
 	ReplacementsThrottled int64 `json:"replacementsThrottled"`
 
+	// etcdClustersWithBackup counts the EtcdClusters with a backup
+	// schedule (spec.backup).
+	// +optional
+	EtcdClustersWithBackup int32 `json:"etcdClustersWithBackup"`
+	// etcdClustersBehindBackup counts those whose BackedUp condition is
+	// False: a scheduled snapshot is due and not complete, or failed.
+	// +optional
+	EtcdClustersBehindBackup int32 `json:"etcdClustersBehindBackup"`
+	// etcdClustersNeverBackedUp counts those with no good backup yet (no
+	// status.backup.lastSuccessfulTime).
+	// +optional
+	EtcdClustersNeverBackedUp int32 `json:"etcdClustersNeverBackedUp"`
+	// oldestLastBackupTime is the oldest last good backup
+	// (status.backup.lastSuccessfulTime) among the EtcdClusters with a
+	// schedule that have one: how far back the least recently backed-up
+	// cluster would be restored. A time rather than an age, so the status
+	// changes only when a backup completes; kubectl shows its age.
+	// +optional
+	OldestLastBackupTime *metav1.Time `json:"oldestLastBackupTime,omitempty"`
+	// backupSummary is, for kubectl: "never" when an EtcdCluster with a
+	// schedule has no good backup yet, "behind" when one is behind its
+	// schedule, "ok" when all are on schedule; empty without schedules.
+	// +optional
+	// +kubebuilder:validation:Enum=never;behind;ok
+	BackupSummary string `json:"backupSummary,omitempty"`
+
 	// etcdClusterStates lists the EtcdClusters, unhealthy ones first.
 	// +optional
 	// +listType=map
@@ -124,6 +150,9 @@ type FleetClusterStatus struct {
 // +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.membersSummary`
 // +kubebuilder:printcolumn:name="Replaced",type=integer,JSONPath=`.status.replacementsTotal`
 // +kubebuilder:printcolumn:name="Throttled",type=integer,JSONPath=`.status.replacementsThrottled`
+// +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.status.backupSummary`
+// +kubebuilder:printcolumn:name="OldestBackup",type=date,JSONPath=`.status.oldestLastBackupTime`
+// +kubebuilder:printcolumn:name="BehindBackup",type=integer,JSONPath=`.status.etcdClustersBehindBackup`
 // +kubebuilder:printcolumn:name="Replica",type=string,JSONPath=`.status.replica`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="TokenExpires",type=string,JSONPath=`.status.tokenExpiresAt`,priority=1

@@ -162,6 +162,10 @@ func (in *FleetClusterStatus) DeepCopyInto(out *FleetClusterStatus) {
 		in, out := &in.LastReplacementTime, &out.LastReplacementTime
 		*out = (*in).DeepCopy()
 	}
+	if in.OldestLastBackupTime != nil {
+		in, out := &in.OldestLastBackupTime, &out.OldestLastBackupTime
+		*out = (*in).DeepCopy()
+	}
 	if in.EtcdClusterStates != nil {
 		in, out := &in.EtcdClusterStates, &out.EtcdClusterStates
 		*out = make([]EtcdClusterState, len(*in))

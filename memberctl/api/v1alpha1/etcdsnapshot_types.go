@@ -208,6 +208,9 @@ const (
 	// ReasonClusterNotFound (Ready=False): the EtcdCluster does not exist
 	// (yet); the snapshot stays Pending.
 	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonWaitingForSlot (Ready=False): the snapshot waits for a start
+	// slot (the fleet paces snapshot starts); it stays Pending.
+	ReasonWaitingForSlot = "WaitingForSlot"
 	// ReasonInvalidLocation (Ready=False, Failed): the location cannot be
 	// used (a missing Secret key, for example).
 	ReasonInvalidLocation = "InvalidLocation"

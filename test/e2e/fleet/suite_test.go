@@ -9,8 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/config/settings"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
@@ -72,17 +71,9 @@ func TestFleet(t *testing.T) {
 	RunSpecs(t, "fleet e2e Suite")
 }
 
-func crdDirs() []string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
-	return []string{filepath.Join(root, "config", "crd", "workload"), filepath.Join(root, "config", "crd", "management")}
-}
-
 // managerConfig is settings.Default() with timings shortened for the test.
 func managerConfig() settings.Config {
-	c := settings.Default()
-	c.Namespace = secretNS
-	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
+	c := e2eutil.ManagerConfig(secretNS)
 	c.Limiter.Rate, c.Limiter.Burst = limiterRate, limiterBurst
 	c.Clusters.PreflightTimeout = 5 * time.Second
 	// A hung cluster is dropped after about 15 × 2 s = 30 s: like the
@@ -118,7 +109,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		Clusters: append([]string{"mgmt"}, workloads...),
-		CRDDirs:  crdDirs(),
+		CRDDirs:  e2eutil.CRDDirs(),
 		Kubelet:  kubelet.Options{RestartBackoff: 200 * time.Millisecond, MaxRestartBackoff: time.Second},
 		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
 	})

@@ -1,0 +1,148 @@
+package pacing_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
+)
+
+// runLog records, per snapshot Pod, when the test saw it appear and when
+// it saw it end, on the test's one clock. A Pod is created after its Job,
+// which is created only with a slot, and ends before its Job is Complete,
+// which is when the slot is released: so the Pods' intervals lie inside
+// the slots' and never overlap more than the slots do.
+type runLog struct {
+	mu    sync.Mutex
+	start map[string]time.Time
+	end   map[string]time.Time
+}
+
+func (l *runLog) observe(cluster string, ev watch.Event) {
+	p, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k := cluster + "/" + p.Name
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, seen := l.start[k]; !seen {
+		l.start[k] = now
+	}
+	ended := ev.Type == watch.Deleted || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	if _, done := l.end[k]; ended && !done {
+		l.end[k] = now
+	}
+}
+
+// peak is the most Pods running at once, and how many Pods never ended.
+func (l *runLog) peak() (peak, open int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	for k, s := range l.start {
+		e, ok := l.end[k]
+		if !ok {
+			open++
+			e = time.Now()
+		}
+		edges = append(edges, edge{s, 1}, edge{e, -1})
+	}
+	// Ends before starts at the same instant: touching is not overlapping.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.d - b.d
+	})
+	n := 0
+	for _, e := range edges {
+		n += e.d
+		peak = max(peak, n)
+	}
+	return peak, open
+}
+
+// watchSnapshotPods records the snapshot Pods of cluster w until ctx ends.
+func watchSnapshotPods(ctx context.Context, w string, l *runLog) {
+	GinkgoHelper()
+	wi, err := sb.Cluster(w).Clientset.CoreV1().Pods(etcdNS).Watch(ctx, metav1.ListOptions{LabelSelector: etcdsnapshot.LabelSnapshot})
+	Expect(err).NotTo(HaveOccurred())
+	go func() {
+		defer GinkgoRecover()
+		defer wi.Stop()
+		for ev := range wi.ResultChan() {
+			l.observe(w, ev)
+		}
+	}()
+}
+
+var _ = Describe("snapshot pacing", func() {
+	It("never runs more than snapshots.maxConcurrent snapshots at once when ten clusters snapshot at the same moment, and completes them all", func(ctx SpecContext) {
+		l := &runLog{start: map[string]time.Time{}, end: map[string]time.Time{}}
+		wctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		for _, w := range workloads {
+			watchSnapshotPods(wctx, w, l)
+		}
+
+		By("creating an EtcdSnapshot in every cluster at once")
+		var wg sync.WaitGroup
+		for _, w := range workloads {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				snap := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: etcdNS, Name: "now"},
+					Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: etcdName},
+						Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: s3.Endpoint, Bucket: bucket,
+							Key: w + "/", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}}}}
+				Expect(wc[w].Create(ctx, snap)).To(Succeed())
+			}()
+		}
+		wg.Wait()
+
+		By("waiting for every snapshot to complete")
+		waited := map[string]bool{} // clusters whose snapshot was seen WaitingForSlot
+		Eventually(func(g Gomega) {
+			var pending []string
+			for _, w := range workloads {
+				s := &v1alpha1.EtcdSnapshot{}
+				g.Expect(wc[w].Get(ctx, types.NamespacedName{Namespace: etcdNS, Name: "now"}, s)).To(Succeed())
+				if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonWaitingForSlot {
+					waited[w] = true
+				}
+				g.Expect(s.Status.Phase).NotTo(Equal(v1alpha1.SnapshotFailed), "%s: %+v", w, s.Status.Conditions)
+				if s.Status.Phase != v1alpha1.SnapshotComplete {
+					pending = append(pending, fmt.Sprintf("%s: %s %+v", w, s.Status.Phase, s.Status.Conditions))
+				}
+			}
+			g.Expect(pending).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+
+		Eventually(func() int { _, open := l.peak(); return open }).WithTimeout(10*time.Second).Should(BeZero(),
+			"every snapshot Pod the watches saw has ended")
+		peak, _ := l.peak()
+		AddReportEntry("snapshots running at once, at most", peak)
+		Expect(len(l.start)).To(BeNumerically(">=", workloadCount), "a snapshot Pod per cluster")
+		Expect(peak).To(BeNumerically("<=", maxConcurrent), "the fleet ran more snapshots at once than snapshots.maxConcurrent")
+		Expect(len(waited)).To(BeNumerically(">", 0), "no snapshot was seen waiting for a slot: the limit was never reached")
+	}, SpecTimeout(6*time.Minute))
+})
