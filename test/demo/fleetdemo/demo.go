@@ -102,6 +102,13 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	d.waitDashboard(ctx, d.report(ctx, healed, before))
 	d.kubectl("get", "fleetclusters", "-n", Namespace)
 	d.kubectl("get", "fleet")
+	stopS3, err := d.backUp(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopS3()
+	d.waitDashboardBackups(ctx)
+	d.kubectl("get", "fleetclusters", "-n", Namespace)
 	fmt.Fprintf(out, "\n==> every key verified; demo done in %s\n", time.Since(start).Round(time.Second))
 	if o.Keep {
 		return d.keep(ctx)
@@ -138,6 +145,9 @@ func (d *driver) register(ctx context.Context) error {
 func (d *driver) startManager(ctx context.Context) (func(), error) {
 	c := settings.Default()
 	c.Namespace, c.Limiter.Rate, c.Limiter.Burst = Namespace, d.o.Rate, d.o.Burst
+	// One snapshot start a second, rather than the default's one per 10 s,
+	// so that the demo's first backups do not queue for a minute.
+	c.Snapshots.StartsPerMinute = 60
 	c.LeaderElection, c.MetricsBindAddress, c.HealthProbeBindAddress = false, "0", "0"
 	fm, err := app.New(d.f.Cluster("mgmt").Config, c)
 	if err != nil {
