@@ -142,6 +142,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	}
 
 	p.probe(ctx)
+	p.observeRevision(ctx)
 	p.applyLock()
 
 	var res ctrl.Result
@@ -164,6 +165,9 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 // step takes at most one membership step; the order follows the reference
 // operator with one in-flight change at a time.
 func (p *pass) step(ctx context.Context) (ctrl.Result, error) {
+	if res, done, err := p.recover(ctx); done || err != nil {
+		return res, err
+	}
 	ms, desired := p.members, p.ec.Status.Observed.Replicas
 	if len(ms.deleting) > 0 {
 		// A finalizer is removing a member from etcd: one change at a time.
