@@ -145,9 +145,11 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	p.observeRevision(ctx)
 	p.applyLock()
 
-	var res ctrl.Result
-	if p.terminal == "" {
-		var err error
+	// A restore after total loss goes ahead even when a step was stuck
+	// (terminal): the cluster it was stuck on is gone.
+	res, recovering, err := p.recover(ctx)
+	errs = append(errs, err)
+	if !recovering && err == nil && p.terminal == "" {
 		res, err = p.step(ctx)
 		errs = append(errs, err)
 	}
@@ -165,9 +167,6 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 // step takes at most one membership step; the order follows the reference
 // operator with one in-flight change at a time.
 func (p *pass) step(ctx context.Context) (ctrl.Result, error) {
-	if res, done, err := p.recover(ctx); done || err != nil {
-		return res, err
-	}
 	ms, desired := p.members, p.ec.Status.Observed.Replicas
 	if len(ms.deleting) > 0 {
 		// A finalizer is removing a member from etcd: one change at a time.

@@ -45,9 +45,7 @@ func (p *pass) observeRevision(ctx context.Context) {
 			log.FromContext(ctx).V(1).Info("revision not observed", "member", m.Name, "error", err.Error())
 			continue
 		}
-		if st.LastObserved == nil || s.Revision >= st.LastObserved.Revision {
-			st.LastObserved = &v1alpha1.ObservedRevision{Revision: s.Revision, At: metav1.NewTime(p.now.Truncate(time.Second))}
-		}
+		st.LastObserved = &v1alpha1.ObservedRevision{Revision: s.Revision, At: metav1.NewTime(p.now.Truncate(time.Second))}
 		return
 	}
 }

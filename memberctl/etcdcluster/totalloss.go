@@ -27,7 +27,8 @@ import (
 // the TotalLoss condition and one Warning Event say what a person must do,
 // and nothing else changes.
 
-// recover runs before every membership step. While a restore after total
+// recover runs before the membership step, which it replaces while it
+// reports done (even a terminal step: its cluster is gone). While a restore after total
 // loss is under way it removes the lost members (done is true until they
 // are gone); otherwise it looks for total loss when etcd did not answer.
 func (p *pass) recover(ctx context.Context) (res ctrl.Result, done bool, err error) {
@@ -175,6 +176,7 @@ func (p *pass) decideRecovery(ctx context.Context, snap *v1alpha1.EtcdSnapshot) 
 	st.ClusterID = ""
 	st.ClusterToken = fmt.Sprintf("%s-r%d", clusterToken(p.ec), p.now.Unix())
 	st.Replacing = nil
+	st.LastObserved = nil // kept in st.Recovery; the new cluster starts lower
 	st.ProgressDeadline = progressDeadline(p.ec, p.now)
 	p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "restoring "+describeSource(r))
 	p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRestoringAfterTotalLoss,

@@ -1,7 +1,6 @@
 package memberctl_test
 
 import (
-	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,9 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
-	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
 )
 
 // Restore after total loss on the "faults" cluster: every node of a memory
@@ -28,17 +25,8 @@ var _ = Describe("restore after total loss", func() {
 	const cluster, ns, name = "faults", "total-loss", "tl"
 
 	It("brings a power-lost memory cluster back from its newest snapshot, with every key written before it", func(ctx SpecContext) {
-		dir, err := os.MkdirTemp("", "objstore-")
-		Expect(err).NotTo(HaveOccurred())
-		s3, err := objstore.Start(ctx, dir)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { s3.Stop(); _ = os.RemoveAll(dir) })
-		Expect(s3.MakeBucket(ctx, "backups")).To(Succeed())
-
+		s3 := objectStore(ctx, cluster, ns)
 		c := clients[cluster]
-		namespace(ctx, cluster, ns)
-		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-			StringData: map[string]string{agent.AccessKeyIDKey: s3.AccessKey, agent.SecretAccessKeyKey: s3.SecretKey}})).To(Succeed())
 		ec := e2eutil.NewEtcdCluster(ns, name, 3, true)
 		ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
 		Expect(c.Create(ctx, ec)).To(Succeed())
