@@ -86,6 +86,10 @@ var _ = Describe("restore after total loss", func() {
 		Expect(st.ClusterToken).NotTo(Equal(oldToken))
 		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoringAfterTotalLoss))
 
+		By("the decision stands: a newer snapshot, or a restarted manager, does not change it")
+		snapshot("after-decision", "ec", v1alpha1.SnapshotComplete, base.Add(4*time.Minute), 350)
+		h.r = &Reconciler{Clusters: h.r.Clusters, Now: h.r.Now}
+
 		By("no seed while a lost member is still there")
 		h.reconcile(ec)
 		for _, m := range h.members() {
