@@ -35,6 +35,11 @@ func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
 	if b := ec.Spec.Bootstrap; b != nil && b.Restore != nil && b.Restore.Source.Location != nil {
 		m.Spec.Restore = &etcdv1.MemberRestore{Location: *b.Restore.Source.Location}
 	}
+	if ec.Spec.Recovery != nil && ec.Spec.Backup != nil { // a restore after total loss, of a scheduled snapshot
+		loc := *ec.Spec.Backup.Location.DeepCopy()
+		loc.S3.Key += "scheduled.db"
+		m.Spec.Restore = &etcdv1.MemberRestore{Location: loc, SnapshotName: "scheduled"}
+	}
 	p := pod.Build(m, pod.BuildOptions{AgentImage: settings.Default().AgentImage})
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember",
 		Name: m.Name, UID: m.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
@@ -47,6 +52,17 @@ func tlsCluster(ns, name string) *etcdv1.EtcdCluster {
 		Client: &etcdv1.ClientTLSSpec{ServerSecretRef: corev1.LocalObjectReference{Name: name + "-server"}},
 		Peer:   &etcdv1.PeerTLSSpec{SecretRef: corev1.LocalObjectReference{Name: name + "-peer"}},
 	}
+	return ec
+}
+
+// recoveringCluster opts in to a restore after total loss and backs up to
+// S3 with the Secret creds.
+func recoveringCluster(ns, name, creds string) *etcdv1.EtcdCluster {
+	ec := e2eutil.NewEtcdCluster(ns, name, 1, true)
+	ec.Spec.Recovery = &etcdv1.RecoverySpec{RestoreOnTotalLoss: true}
+	ec.Spec.Backup = &etcdv1.BackupSpec{Interval: &metav1.Duration{Duration: time.Hour},
+		Location: etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{Endpoint: "http://s3:8333", Bucket: "snaps", Key: "auto/",
+			CredentialsSecretRef: corev1.LocalObjectReference{Name: creds}}}}
 	return ec
 }
 
@@ -124,7 +140,8 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	fromS3, fromPVC := restoreCluster(ns, "adm-s3", &etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{
 		Endpoint: "http://s3:8333", Bucket: "snaps", Key: "a.db", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"}}}),
 		restoreCluster(ns, "adm-pvc", &etcdv1.SnapshotLocation{PVC: &etcdv1.PVCLocation{ClaimName: "backups", Path: "a.db"}})
-	for _, ec := range []*etcdv1.EtcdCluster{adm, other, mem, fromS3, fromPVC} {
+	recovering := recoveringCluster(ns, "adm-rec", "backup-creds")
+	for _, ec := range []*etcdv1.EtcdCluster{adm, other, mem, fromS3, fromPVC, recovering} {
 		mustCreate(ctx, t, wc, ec)
 		defer func() {
 			if err := wc.Delete(ctx, ec); err != nil {
@@ -150,7 +167,8 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 		return nil
 	})
 	for what, p := range map[string]*corev1.Pod{"a TLS member's Pod": good, "a memory member's Pod": memberPod(mem, "adm-mem-0"),
-		"a seed restoring from S3": memberPod(fromS3, "adm-s3-0"), "a seed restoring from a claim": memberPod(fromPVC, "adm-pvc-0")} {
+		"a seed restoring from S3": memberPod(fromS3, "adm-s3-0"), "a seed restoring from a claim": memberPod(fromPVC, "adm-pvc-0"),
+		"a seed restoring its backup after total loss": memberPod(recovering, "adm-rec-0")} {
 		if err := dryRunCreate(ctx, sa, p); err != nil {
 			t.Errorf("%s, as memberctl builds it, is refused: %v", what, err)
 		}

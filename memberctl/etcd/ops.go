@@ -37,6 +37,8 @@ type Status struct {
 	Version   string
 	IsLearner bool
 	Errors    []string
+	// Revision is the keyspace revision the member has applied.
+	Revision int64
 }
 
 // Target names an etcd cluster to call and where to reach it.
@@ -139,7 +141,7 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 		return Status{}, fmt.Errorf("status of %s: %w", endpoint, err)
 	}
 	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
-		IsLearner: resp.IsLearner, Errors: resp.Errors}, nil
+		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision}, nil
 }
 
 // Forget implements Interface.

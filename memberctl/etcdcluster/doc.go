@@ -78,10 +78,32 @@
 // cluster-wide backoff and cap after every member was Ready for the
 // policy's HealthyReset (ReplacementsExhausted=False, CapReset).
 //
+// Restore after total loss (totalloss.go, recovery.go): before any step,
+// when the cluster had formed and etcd did not answer, each member is
+// checked by live reads for proof that its data is gone (memory: its Pod
+// is gone, or its data-dir guard reports DataDirLost; PVC: its claim is
+// gone or Lost). Only when every member is proven lost is it total loss:
+// TotalLoss=True, reason RestoreNotEnabled (no opt-in) or NoSnapshot (no
+// Complete EtcdSnapshot of the cluster), each with one Warning Event and
+// nothing else done. With spec.recovery.restoreOnTotalLoss and a
+// snapshot, the shared gate is asked (action TotalLossRestore), then the
+// decision is written to status.recovery (phase Restoring: the newest
+// Complete snapshot's resolved source, the lost members, the lost cluster
+// ID, the revisions and time the snapshot cannot hold) together with a new
+// cluster token and an empty cluster ID, in one status update with the
+// resourceVersion read. From then on the lost members are invisible to the
+// other steps; they are deleted (their finalizers skip MemberRemove), and
+// only once all are gone does the normal bootstrap create a seed, whose
+// restore source is the one in status.recovery. Latching the new cluster
+// ID marks the recovery Restored, turns TotalLoss False and records a
+// RestoredAfterTotalLoss Event. For opted-in clusters status.lastObserved
+// keeps the newest revision seen (one Status call, at most every 30 s).
+//
 // Events: MemberCreated, MemberAdded, MemberPromoted, ScalingUp,
 // ScalingDown, MemberDormant, MemberResumed, ClusterIDLatched,
 // DeadlineExceeded, BootstrapFailed, ClusterUnreachable, AddLearnerFailed,
-// PromoteFailed, MemberRemovalDone.
+// PromoteFailed, MemberRemovalDone, RestoreNotEnabled, NoSnapshot,
+// RestoringAfterTotalLoss, RestoredAfterTotalLoss.
 //
 // # Trade-offs
 //
@@ -104,6 +126,14 @@
 // An edit made while a step is in flight waits for the step (the lock). If
 // the cluster is incomplete with no step in flight (a member is being
 // replaced), nothing would release the lock, so an edit applies at once.
+//
+// Total loss needs proof for every member, so a Node that does not come
+// back (its Pod neither gone nor refused by its guard) holds the restore
+// back indefinitely: waiting is the price of never restoring over data
+// that may still exist. A recreated empty claim is no longer proof, so a
+// PVC cluster is restored only while its claims are absent or Lost.
+// lastObserved is refreshed at most every 30 s, so lostRevisions may
+// undercount the writes of the last half minute before the loss.
 //
 // There is no auth and no cert-manager integration: the API has neither.
 package etcdcluster

@@ -142,11 +142,14 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	}
 
 	p.probe(ctx)
+	p.observeRevision(ctx)
 	p.applyLock()
 
-	var res ctrl.Result
-	if p.terminal == "" {
-		var err error
+	// A restore after total loss goes ahead even when a step was stuck
+	// (terminal): the cluster it was stuck on is gone.
+	res, recovering, err := p.recover(ctx)
+	errs = append(errs, err)
+	if !recovering && err == nil && p.terminal == "" {
 		res, err = p.step(ctx)
 		errs = append(errs, err)
 	}

@@ -23,6 +23,9 @@ const requeueRestoreSource = 5 * time.Second
 // source. ok is false while the named EtcdSnapshot is missing or not
 // Complete; the Progressing condition then says why, and the seed waits.
 func (p *pass) seedRestore(ctx context.Context) (r *v1alpha1.MemberRestore, ok bool, err error) {
+	if r := p.ec.Status.Recovery; r != nil && r.Phase == v1alpha1.RecoveryRestoring {
+		return r.Source.DeepCopy(), true, nil // decided in status: never re-resolved
+	}
 	b := p.ec.Spec.Bootstrap
 	if b == nil || b.Restore == nil {
 		return nil, true, nil
@@ -69,6 +72,10 @@ func (p *pass) waitForRestoreSource(msg string) {
 // recordRestore notes in the status, and in an Event, what the cluster was
 // restored from, once its seed has formed it.
 func (p *pass) recordRestore(seed *v1alpha1.EtcdMember) {
+	if rec := p.ec.Status.Recovery; rec != nil && rec.Phase == v1alpha1.RecoveryRestoring {
+		p.finishRecovery()
+		return
+	}
 	r := seed.Spec.Restore
 	if r == nil || p.ec.Status.RestoredFrom != nil {
 		return

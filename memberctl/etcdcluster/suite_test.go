@@ -74,6 +74,8 @@ type fakeEtcd struct {
 	promoteErrs []error
 	calls       []string
 	forgotten   []string
+	// revision is the keyspace revision Status reports.
+	revision int64
 }
 
 func newFakeEtcd() *fakeEtcd { return &fakeEtcd{clusterID: 0xc1a5, nextID: 0x100} }
@@ -181,8 +183,14 @@ func (f *fakeEtcd) Remove(_ context.Context, _ etcd.Target, id uint64) error {
 	return fmt.Errorf("member %016x not found", id)
 }
 
+// Status answers with the keyspace revision the test set (revision).
 func (f *fakeEtcd) Status(context.Context, etcd.Target, string) (etcd.Status, error) {
-	return etcd.Status{}, fmt.Errorf("not used by the cluster reconciler")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return etcd.Status{}, f.fail
+	}
+	return etcd.Status{Revision: f.revision}, nil
 }
 
 func (f *fakeEtcd) Forget(key string) {

@@ -17,7 +17,8 @@ import (
 
 // memberSet classifies the EtcdMembers a cluster controls. Members that
 // carry the cluster label but not its controller reference (another
-// incarnation's, awaiting garbage collection) are never looked at.
+// incarnation's, awaiting garbage collection), and the members of a lost
+// cluster being removed by a restore after total loss, are never looked at.
 type memberSet struct {
 	all      []*v1alpha1.EtcdMember // oldest first
 	active   []*v1alpha1.EtcdMember // not being deleted
@@ -31,7 +32,7 @@ func classify(ec *v1alpha1.EtcdCluster, items []v1alpha1.EtcdMember) *memberSet 
 	s := &memberSet{}
 	for i := range items {
 		m := &items[i]
-		if !metav1.IsControlledBy(m, ec) {
+		if !metav1.IsControlledBy(m, ec) || ec.Status.Recovery.Replaced(m.UID) {
 			continue
 		}
 		s.all = append(s.all, m)

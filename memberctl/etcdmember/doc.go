@@ -58,6 +58,13 @@
 // The guard, not restartPolicy Never, is the defence: kubelets have
 // restarted Never Pods after a reboot.
 //
+// When every member lost its data (total loss), this reconciler removes
+// nothing; with spec.recovery.restoreOnTotalLoss the cluster reconciler
+// decides a restore and deletes the lost members itself. Their finalizers
+// then skip MemberRemove, as for a cluster being deleted: the members
+// listed in the EtcdCluster's status.recovery (phase Restoring) belong to
+// an etcd cluster that no longer exists.
+//
 // How each guarantee is kept:
 //
 //   - Counted once. The record (replacement.lastPodUID = the Pod being

@@ -23,8 +23,9 @@ func (s *run) finalize(ctx context.Context) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// The whole etcd cluster is going: nothing to keep consistent.
-	if ec != nil && ec.DeletionTimestamp == nil {
+	// The whole etcd cluster is going, or was lost and is being restored
+	// from a snapshot (this member is one of the lost): no etcd to tell.
+	if ec != nil && ec.DeletionTimestamp == nil && !ec.Status.Recovery.Replaced(s.m.UID) {
 		if err := s.removeFromEtcd(ctx); err != nil {
 			s.warn("RemovalBlocked", "cannot remove member %s from etcd yet: %v", s.m.Name, err)
 			return ctrl.Result{}, err // backoff, not a fixed retry

@@ -16,6 +16,9 @@ const (
 	CrashLoopReplace Action = "CrashLoopReplace"
 	// PodLossReplace replaces a memory-backed member whose Pod is gone.
 	PodLossReplace Action = "PodLossReplace"
+	// TotalLossRestore re-bootstraps an etcd cluster whose every member lost
+	// its data from a snapshot; Member is empty.
+	TotalLossRestore Action = "TotalLossRestore"
 )
 
 // Request identifies one destructive action.

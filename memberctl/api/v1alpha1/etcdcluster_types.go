@@ -183,6 +183,10 @@ type EtcdClusterSpec struct {
 	// backup schedules snapshots of the cluster and prunes old ones.
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// recovery allows an automatic restore after total loss (opt-in).
+	// +optional
+	Recovery *RecoverySpec `json:"recovery,omitempty"`
 }
 
 // EtcdClusterObservedSpec is the latched copy of the spec that new members
@@ -250,6 +254,13 @@ type EtcdClusterStatus struct {
 	// backup is what spec.backup last did, and the last good backup.
 	// +optional
 	Backup *BackupStatus `json:"backup,omitempty"`
+
+	// recovery is the last automatic restore after total loss, and
+	// lastObserved the newest revision seen (kept with the opt-in only).
+	// +optional
+	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+	// +optional
+	LastObserved *ObservedRevision `json:"lastObserved,omitempty"`
 
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

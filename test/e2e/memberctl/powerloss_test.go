@@ -89,7 +89,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		etcd.ExpectKeys(ctx, "k", 100)
 	}, SpecTimeout(5*time.Minute))
 
-	It("of every node of a memory cluster says QuorumLost and revives no member under an old ID", func(ctx SpecContext) {
+	It("of every node of a memory cluster says QuorumLost and TotalLoss, and without restoreOnTotalLoss revives no member under an old ID", func(ctx SpecContext) {
 		const ns, name = "pl-all", "plall"
 		etcd, ids := startCluster(ctx, c, ns, name, true)
 		etcd.Close()
@@ -101,6 +101,9 @@ var _ = Describe("hard power loss", Ordered, func() {
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonQuorumLost))
+			tl := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+			g.Expect(tl).NotTo(BeNil(), "total loss is reported")
+			g.Expect(tl.Reason).To(Equal(v1alpha1.ReasonRestoreNotEnabled), "without the opt-in nothing is restored")
 			for n := range ids {
 				lost, _ := datadirguard.DataDirLost(pod(ctx, c, ns, n))
 				g.Expect(lost).To(BeTrue(), "guard of %s has not refused yet", n)

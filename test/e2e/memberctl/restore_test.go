@@ -1,7 +1,6 @@
 package memberctl_test
 
 import (
-	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,9 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
-	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
 )
 
 // Restore at bootstrap on the "pf" cluster: a snapshot of one cluster,
@@ -23,17 +20,8 @@ var _ = Describe("Restore at bootstrap", func() {
 	const cluster, ns, source, restored = "pf", "restores", "original", "restored"
 
 	It("restores every key of an EtcdSnapshot into a new cluster with a new cluster ID", func(ctx SpecContext) {
-		dir, err := os.MkdirTemp("", "objstore-")
-		Expect(err).NotTo(HaveOccurred())
-		s3, err := objstore.Start(ctx, dir)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { s3.Stop(); _ = os.RemoveAll(dir) })
-		Expect(s3.MakeBucket(ctx, "backups")).To(Succeed())
-
+		s3 := objectStore(ctx, cluster, ns)
 		c := clients[cluster]
-		namespace(ctx, cluster, ns)
-		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-			StringData: map[string]string{agent.AccessKeyIDKey: s3.AccessKey, agent.SecretAccessKeyKey: s3.SecretKey}})).To(Succeed())
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, source, 1, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, source, 2*time.Minute)
 		etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, source)

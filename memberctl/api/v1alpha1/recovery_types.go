@@ -1,0 +1,118 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// RecoverySpec says what etcdfleet may do on its own when the cluster's
+// data is gone.
+type RecoverySpec struct {
+	// restoreOnTotalLoss re-bootstraps the cluster from its newest Complete
+	// EtcdSnapshot when every member's data is provably gone (every member
+	// of a memory cluster lost its tmpfs, or every PVC of a PVC cluster is
+	// gone) and no member answers. Everything written after that snapshot
+	// is lost. Never done while any member with data survives. Off by
+	// default: the cluster then stays down with TotalLoss=True until a
+	// person acts.
+	// +optional
+	RestoreOnTotalLoss bool `json:"restoreOnTotalLoss,omitempty"`
+}
+
+// RecoveryPhase is where an automatic restore after total loss is.
+// +kubebuilder:validation:Enum=Restoring;Restored
+type RecoveryPhase string
+
+const (
+	// RecoveryRestoring: decided; the old members are being removed, then
+	// a seed restored from the snapshot forms a new cluster.
+	RecoveryRestoring RecoveryPhase = "Restoring"
+	// RecoveryRestored: the restored seed formed the new cluster.
+	RecoveryRestored RecoveryPhase = "Restored"
+)
+
+// ObservedRevision is the newest keyspace revision the cluster controller
+// saw, and when. It bounds what a restore after total loss loses.
+type ObservedRevision struct {
+	Revision int64       `json:"revision"`
+	At       metav1.Time `json:"at"`
+}
+
+// RecoveredMember is a member of the lost cluster, removed by a recovery.
+type RecoveredMember struct {
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid"`
+}
+
+// RecoveryStatus is the last automatic restore after total loss. It is
+// written, with the resourceVersion read, before anything is removed, so
+// a manager restarted mid-recovery resumes it and never restores twice.
+type RecoveryStatus struct {
+	// phase is Restoring until the restored seed formed the new cluster.
+	Phase RecoveryPhase `json:"phase"`
+	// startedAt is when total loss was decided; completedAt when the new
+	// cluster formed.
+	StartedAt metav1.Time `json:"startedAt"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// previousClusterID is the lost cluster's ID; clusterID the new one.
+	// +optional
+	PreviousClusterID string `json:"previousClusterID,omitempty"`
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+	// source is the snapshot restored: location, sha256 (checked on
+	// download), EtcdSnapshot name and revision.
+	Source MemberRestore `json:"source"`
+	// uri of the snapshot, s3://<bucket>/<key> or pvc://<claim>/<path>.
+	URI string `json:"uri"`
+	// snapshotCompletedAt is when the snapshot completed.
+	// +optional
+	SnapshotCompletedAt *metav1.Time `json:"snapshotCompletedAt,omitempty"`
+	// lastObserved is the newest revision seen of the lost cluster.
+	// +optional
+	LastObserved *ObservedRevision `json:"lastObserved,omitempty"`
+	// lostRevisions is lastObserved.revision minus the snapshot's revision:
+	// at least this many revisions (writes) are not in the restored data;
+	// writes after the last observation are unknown. 0 when not known.
+	// +optional
+	LostRevisions int64 `json:"lostRevisions,omitempty"`
+	// lostWindow is the time from the snapshot to lastObserved.at: at least
+	// this much recent history is not in the restored data.
+	// +optional
+	LostWindow *metav1.Duration `json:"lostWindow,omitempty"`
+	// replacedMembers are the members of the lost cluster, removed without
+	// telling etcd (there is no etcd left to tell).
+	// +optional
+	// +listType=atomic
+	ReplacedMembers []RecoveredMember `json:"replacedMembers,omitempty"`
+}
+
+// Replaced reports whether the member is one the recovery removes.
+func (r *RecoveryStatus) Replaced(uid types.UID) bool {
+	if r == nil || r.Phase != RecoveryRestoring {
+		return false
+	}
+	for _, m := range r.ReplacedMembers {
+		if m.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// Total loss: the TotalLoss condition of an EtcdCluster and its reasons.
+const (
+	// ConditionTotalLoss is True while every member's data is provably
+	// gone, and False (Restored) once a restore brought the cluster back.
+	ConditionTotalLoss = "TotalLoss"
+	// ReasonRestoreNotEnabled (True): spec.recovery.restoreOnTotalLoss is
+	// off; a person must act.
+	ReasonRestoreNotEnabled = "RestoreNotEnabled"
+	// ReasonNoSnapshot (True): the opt-in is on but the cluster has no
+	// Complete EtcdSnapshot to restore from.
+	ReasonNoSnapshot = "NoSnapshot"
+	// ReasonRestoringAfterTotalLoss (True): the restore is under way.
+	ReasonRestoringAfterTotalLoss = "RestoringAfterTotalLoss"
+	// ReasonRestoredAfterTotalLoss (False): the restored cluster formed.
+	ReasonRestoredAfterTotalLoss = "RestoredAfterTotalLoss"
+)

@@ -1,0 +1,162 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+)
+
+// Restore after total loss, decided by the cluster controller. The
+// harness has no Pods, so every member of a memory cluster has "lost its
+// Pod"; a spec that wants a member with data creates its Pod.
+var _ = Describe("restore after total loss", func() {
+	var h *harness
+	ctx := context.Background()
+	BeforeEach(func() { h = newHarness() })
+
+	// lostMemoryCluster is a formed 3-member memory cluster, optionally
+	// opted in, whose etcd then stops answering.
+	lostMemoryCluster := func(optIn bool) *v1alpha1.EtcdCluster {
+		GinkgoHelper()
+		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
+			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5",
+				Storage: v1alpha1.StorageSpec{Medium: v1alpha1.StorageMediumMemory, Size: resource.MustParse("64Mi")}}}
+		if optIn {
+			ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
+		}
+		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
+		h.etcd.revision = 500
+		h.converge(ec, 3)
+		h.etcd.setFail(errors.New("context deadline exceeded"))
+		return ec
+	}
+	snapshot := func(name, cluster string, phase v1alpha1.SnapshotPhase, completed time.Time, rev int64) *v1alpha1.EtcdSnapshot {
+		GinkgoHelper()
+		s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
+			Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: cluster},
+				Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: "http://s3:8333", Bucket: "backups",
+					Key: "prod/", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}}}}
+		Expect(k8sClient.Create(ctx, s)).To(Succeed())
+		s.Status = v1alpha1.EtcdSnapshotStatus{Phase: phase, CompletedAt: &metav1.Time{Time: completed}}
+		if phase == v1alpha1.SnapshotComplete {
+			s.Status.Artifact = &v1alpha1.SnapshotArtifact{URI: "s3://backups/prod/" + name + ".db", SizeBytes: 1, SHA256: "ab", Revision: rev}
+		}
+		Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
+		return s
+	}
+	// finalizeAll plays the member controller: deleted members let go.
+	finalizeAll := func() {
+		GinkgoHelper()
+		for _, m := range h.members() {
+			if m.DeletionTimestamp != nil && controllerutil.RemoveFinalizer(&m, v1alpha1.FinalizerMemberCleanup) {
+				Expect(k8sClient.Update(ctx, &m)).To(Succeed())
+			}
+		}
+	}
+
+	It("re-bootstraps from the newest Complete snapshot with a new token, removing every lost member first", func() {
+		ec := lostMemoryCluster(true)
+		old := h.members()
+		oldID, oldToken := h.get(ec).Status.ClusterID, h.get(ec).Status.ClusterToken
+		base := time.Now().Add(time.Minute) // after the cluster was created
+		snapshot("older", "ec", v1alpha1.SnapshotComplete, base, 100)
+		want := snapshot("newer", "ec", v1alpha1.SnapshotComplete, base.Add(time.Minute), 300)
+		snapshot("failed", "ec", v1alpha1.SnapshotFailed, base.Add(2*time.Minute), 0)
+		snapshot("other", "someone-else", v1alpha1.SnapshotComplete, base.Add(3*time.Minute), 400)
+
+		h.reconcile(ec)
+		st := h.get(ec).Status
+		Expect(st.Recovery).NotTo(BeNil())
+		Expect(st.Recovery.Phase).To(Equal(v1alpha1.RecoveryRestoring))
+		Expect(st.Recovery.Source.SnapshotName).To(Equal(want.Name))
+		Expect(st.Recovery.Source.SHA256).To(Equal("ab"))
+		Expect(st.Recovery.PreviousClusterID).To(Equal(oldID))
+		Expect(st.Recovery.LostRevisions).To(Equal(int64(200)), "last observed 500, snapshot 300")
+		Expect(st.Recovery.ReplacedMembers).To(HaveLen(3))
+		Expect(st.ClusterID).To(BeEmpty())
+		Expect(st.ClusterToken).NotTo(Equal(oldToken))
+		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoringAfterTotalLoss))
+
+		By("the decision stands: a newer snapshot, or a restarted manager, does not change it")
+		snapshot("after-decision", "ec", v1alpha1.SnapshotComplete, base.Add(4*time.Minute), 350)
+		h.r = &Reconciler{Clusters: h.r.Clusters, Now: h.r.Now}
+
+		By("no seed while a lost member is still there")
+		h.reconcile(ec)
+		for _, m := range h.members() {
+			Expect(m.DeletionTimestamp).NotTo(BeNil(), "only lost members, all being removed: %s", m.Name)
+		}
+		finalizeAll()
+		h.reconcile(ec)
+		ms := h.members()
+		Expect(ms).To(HaveLen(1))
+		seed := ms[0]
+		Expect(seed.Spec.Bootstrap).To(BeTrue())
+		Expect(seed.Spec.Restore).NotTo(BeNil())
+		Expect(seed.Spec.Restore.SnapshotName).To(Equal(want.Name))
+		Expect(seed.Spec.ClusterToken).To(Equal(h.get(ec).Status.ClusterToken))
+		for _, o := range old {
+			Expect(seed.Name).NotTo(Equal(o.Name))
+		}
+
+		By("the restored seed forms a new cluster, which grows back to 3")
+		h.etcd.mu.Lock()
+		h.etcd.members, h.etcd.clusterID, h.etcd.fail = nil, 0xbeef, nil
+		h.etcd.mu.Unlock()
+		h.converge(ec, 3)
+		st = h.get(ec).Status
+		Expect(st.Recovery.Phase).To(Equal(v1alpha1.RecoveryRestored))
+		Expect(st.Recovery.ClusterID).To(Equal(st.ClusterID))
+		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(metav1.ConditionFalse))
+		Expect(h.events.All()).To(ContainElement(And(ContainSubstring(v1alpha1.ReasonRestoredAfterTotalLoss),
+			ContainSubstring("EtcdSnapshot newer"), ContainSubstring("at least 200 revision(s)"))))
+	})
+
+	It("never restores while one member's Pod may still hold data", func() {
+		ec := lostMemoryCluster(true)
+		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
+		survivor := h.members()[1]
+		Expect(k8sClient.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: survivor.Name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}})).To(Succeed())
+		for range 3 {
+			h.reconcile(ec)
+		}
+		Expect(h.get(ec).Status.Recovery).To(BeNil())
+		Expect(h.get(ec).Status.ClusterID).NotTo(BeEmpty())
+		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionTotalLoss)).To(BeEmpty())
+		for _, m := range h.members() {
+			Expect(m.DeletionTimestamp).To(BeNil())
+		}
+	})
+
+	It("reports TotalLoss without the opt-in, and NoSnapshot with it but nothing to restore, changing nothing", func() {
+		ec := lostMemoryCluster(false)
+		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
+		h.reconcile(ec)
+		h.reconcile(ec)
+		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoreNotEnabled))
+		Expect(h.get(ec).Status.Recovery).To(BeNil())
+		Expect(callsLike(h.events.All(), "Warning "+v1alpha1.ReasonRestoreNotEnabled)).To(HaveLen(1), "one Event")
+
+		h2 := newHarness()
+		h = h2
+		ec = lostMemoryCluster(true)
+		h.reconcile(ec)
+		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonNoSnapshot))
+		Expect(h.get(ec).Status.Recovery).To(BeNil())
+		Expect(h.events.All()).To(ContainElement(ContainSubstring("Warning " + v1alpha1.ReasonNoSnapshot)))
+		for _, m := range h.members() {
+			Expect(m.DeletionTimestamp).To(BeNil())
+			Expect(m.Status.MemberID).NotTo(BeEmpty())
+		}
+	})
+})

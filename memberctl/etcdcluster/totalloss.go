@@ -1,0 +1,236 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
+)
+
+// Total loss: every member's data is provably gone and no member answers.
+// Detection is conservative; every piece of proof is a live read (see
+// dataGone), and one member that may still hold data vetoes it. What it
+// leads to is recovery.go: with spec.recovery.restoreOnTotalLoss and a
+// Complete EtcdSnapshot the cluster is re-bootstrapped from it; otherwise
+// the TotalLoss condition and one Warning Event say what a person must do,
+// and nothing else changes.
+
+// recover runs before the membership step, which it replaces while it
+// reports done (even a terminal step: its cluster is gone). While a restore after total
+// loss is under way it removes the lost members (done is true until they
+// are gone); otherwise it looks for total loss when etcd did not answer.
+func (p *pass) recover(ctx context.Context) (res ctrl.Result, done bool, err error) {
+	st := &p.ec.Status
+	if st.Recovery != nil && st.Recovery.Phase == v1alpha1.RecoveryRestoring {
+		return p.removeLost(ctx)
+	}
+	if st.ClusterID == "" || !p.etcd.tried || p.etcd.ok {
+		p.clearTotalLoss()
+		return ctrl.Result{}, false, nil
+	}
+	lost, why, err := p.totalLoss(ctx)
+	if err != nil || !lost {
+		if err == nil {
+			p.clearTotalLoss()
+		}
+		return ctrl.Result{}, false, err
+	}
+	return p.onTotalLoss(ctx, why)
+}
+
+// totalLoss reports whether every member of the cluster (read live, the
+// ones being deleted included) has provably lost its data. why is the
+// proof, or the member that may still hold data.
+func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, err error) {
+	ms, err := p.fresh(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	if len(ms.all) == 0 {
+		return false, "no member to prove anything of", nil
+	}
+	var proofs []string
+	for _, m := range ms.all {
+		gone, what, err := p.dataGone(ctx, m)
+		if err != nil {
+			return false, "", err
+		}
+		if !gone {
+			return false, fmt.Sprintf("member %s may still hold data: %s", m.Name, what), nil
+		}
+		proofs = append(proofs, m.Name+" "+what)
+	}
+	return true, strings.Join(proofs, "; "), nil
+}
+
+// dataGone reports whether one member's data is provably gone, from live
+// reads of its Pod (memory members) or its claim (PVC members).
+//
+//   - memory: the Pod is absent (a tmpfs goes with its Pod), or its
+//     data-dir guard refused to start etcd because the tmpfs came back
+//     empty (DataDirLost). A Pod that exists and whose guard has not
+//     refused may still run etcd on its data: no proof, even if it is
+//     terminal (the member controller deletes such Pods first).
+//   - PVC: the claim is absent or its phase is Lost.
+func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, string, error) {
+	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+	if m.Spec.Storage.Medium != v1alpha1.StorageMediumMemory {
+		key.Name = etcd.PVCName(m.Name)
+		pvc := &corev1.PersistentVolumeClaim{}
+		switch err := p.cl.Reader.Get(ctx, key, pvc); {
+		case apierrors.IsNotFound(err):
+			return true, "lost its claim " + key.Name, nil
+		case err != nil:
+			return false, "", err
+		case pvc.Status.Phase == corev1.ClaimLost:
+			return true, "has claim " + key.Name + " in phase Lost", nil
+		}
+		return false, "its claim " + key.Name + " exists", nil
+	}
+	pod := &corev1.Pod{}
+	switch err := p.cl.Reader.Get(ctx, key, pod); {
+	case apierrors.IsNotFound(err):
+		return true, "lost its Pod, and its tmpfs with it", nil
+	case err != nil:
+		return false, "", err
+	}
+	if lost, msg := datadirguard.DataDirLost(pod); lost {
+		return true, "restarted on an empty tmpfs (" + msg + ")", nil
+	}
+	return false, fmt.Sprintf("its Pod is %s and its data-dir guard has not refused", pod.Status.Phase), nil
+}
+
+// onTotalLoss reports total loss and, when opted in and a snapshot
+// exists, decides the restore: the decision is written to the status
+// (with the resourceVersion read, so of two managers one gets a conflict)
+// before anything is removed.
+func (p *pass) onTotalLoss(ctx context.Context, why string) (ctrl.Result, bool, error) {
+	prev := p.ec.Status.ClusterID
+	if r := p.ec.Spec.Recovery; r == nil || !r.RestoreOnTotalLoss {
+		p.setTotalLoss(v1alpha1.ReasonRestoreNotEnabled, fmt.Sprintf("every member's data is gone (%s) and "+
+			"spec.recovery.restoreOnTotalLoss is off: delete and recreate the cluster, restoring it from a snapshot", why))
+		return ctrl.Result{}, false, nil
+	}
+	snap, err := p.newestSnapshot(ctx)
+	if err != nil || snap == nil {
+		if err == nil {
+			p.setTotalLoss(v1alpha1.ReasonNoSnapshot, fmt.Sprintf("every member's data is gone (%s) and "+
+				"no Complete EtcdSnapshot of cluster %s exists to restore from", why, p.ec.Name))
+		}
+		return ctrl.Result{}, false, err
+	}
+	if p.cl.IsPaused() {
+		p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "every member's data is gone; the restore waits: destructive actions are paused for this workload cluster")
+		return ctrl.Result{RequeueAfter: requeueMembers}, true, nil
+	}
+	var g gate.Gate = gate.AllowAll{}
+	if p.cl.Gate != nil {
+		g = p.cl.Gate
+	}
+	d := g.Reserve(ctx, gate.Request{Cluster: p.cl.Name, Namespace: p.ec.Namespace, EtcdCluster: p.ec.Name,
+		Action: gate.TotalLossRestore, QuorumLost: true})
+	if d.Delay > 0 {
+		p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "every member's data is gone; waiting for the shared replacement rate limiter to restore")
+		return ctrl.Result{RequeueAfter: d.Delay}, true, nil
+	}
+	r, err := p.decideRecovery(ctx, snap)
+	if err != nil {
+		d.Cancel()
+		return ctrl.Result{}, true, err
+	}
+	p.event(corev1.EventTypeWarning, v1alpha1.ReasonRestoringAfterTotalLoss,
+		"Every member's data of etcd cluster %s is gone (%s); restoring %s as a new cluster. %s",
+		prev, why, describeSource(r), describeLoss(r))
+	return ctrl.Result{RequeueAfter: requeueStale}, true, nil
+}
+
+// decideRecovery writes the restore decision: status.recovery names the
+// snapshot and the members to remove, the cluster ID is cleared so that
+// the normal bootstrap path runs again, and the token is new so that the
+// restored cluster gets a new ID. The write carries the resourceVersion
+// read: a conflict (a concurrent member replacement, another manager)
+// restores nothing, and the next pass decides again on fresh reads.
+func (p *pass) decideRecovery(ctx context.Context, snap *v1alpha1.EtcdSnapshot) (*v1alpha1.RecoveryStatus, error) {
+	ms, err := p.fresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &p.ec.Status
+	r := newRecovery(snap, st, p.now)
+	for _, m := range ms.all {
+		r.ReplacedMembers = append(r.ReplacedMembers, v1alpha1.RecoveredMember{Name: m.Name, UID: m.UID})
+	}
+	st.Recovery = r
+	st.ClusterID = ""
+	st.ClusterToken = fmt.Sprintf("%s-r%d", clusterToken(p.ec), p.now.Unix())
+	st.Replacing = nil
+	st.LastObserved = nil // kept in st.Recovery; the new cluster starts lower
+	st.ProgressDeadline = progressDeadline(p.ec, p.now)
+	p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "restoring "+describeSource(r))
+	p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRestoringAfterTotalLoss,
+		"removing the lost members, then restoring "+describeSource(r))
+	if err := p.cl.Client.Status().Update(ctx, p.ec); err != nil {
+		return nil, fmt.Errorf("record the restore after total loss: %w", err)
+	}
+	p.orig = p.ec.DeepCopy()
+	return r, nil
+}
+
+// removeLost deletes the lost cluster's members (their finalizers skip
+// etcd, which is gone) and reports done until none is left; the seed is
+// bootstrapped from the snapshot only then, so old and new members never
+// run side by side.
+func (p *pass) removeLost(ctx context.Context) (ctrl.Result, bool, error) {
+	items, err := etcd.Members(ctx, p.cl.Reader, p.ec.Namespace, p.ec.Name)
+	if err != nil {
+		return ctrl.Result{}, true, fmt.Errorf("list members (live): %w", err)
+	}
+	left := 0
+	for i := range items {
+		m := &items[i]
+		if !metav1.IsControlledBy(m, p.ec) || !p.ec.Status.Recovery.Replaced(m.UID) {
+			continue
+		}
+		left++
+		if m.DeletionTimestamp == nil {
+			if err := p.cl.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID}); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, true, fmt.Errorf("remove lost member %s: %w", m.Name, err)
+			}
+		}
+	}
+	if left > 0 {
+		return ctrl.Result{RequeueAfter: requeueEtcd}, true, nil
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// setTotalLoss sets TotalLoss=True, with one Warning Event per reason.
+func (p *pass) setTotalLoss(reason, msg string) {
+	prev := apimeta.FindStatusCondition(p.ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+	if reason != v1alpha1.ReasonRestoringAfterTotalLoss && (prev == nil || prev.Reason != reason || prev.Status != metav1.ConditionTrue) {
+		p.event(corev1.EventTypeWarning, reason, "%s", msg)
+	}
+	p.setCondition(v1alpha1.ConditionTotalLoss, metav1.ConditionTrue, reason, msg)
+}
+
+// clearTotalLoss drops a TotalLoss=True that no longer holds (a member
+// answers again, or may hold data) while no restore is under way; the
+// outcome of a restore (False) stays.
+func (p *pass) clearTotalLoss() {
+	c := apimeta.FindStatusCondition(p.ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+	if c != nil && c.Status == metav1.ConditionTrue {
+		apimeta.RemoveStatusCondition(&p.ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+	}
+}

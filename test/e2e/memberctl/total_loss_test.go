@@ -1,0 +1,110 @@
+package memberctl_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+)
+
+// Restore after total loss on the "faults" cluster: every node of a memory
+// cluster loses power, every tmpfs comes back empty, and with
+// spec.recovery.restoreOnTotalLoss the cluster is re-bootstrapped from its
+// newest Complete EtcdSnapshot, stored in real object storage (SeaweedFS).
+// Without the opt-in the cluster stays down: see powerloss_test.go.
+var _ = Describe("restore after total loss", func() {
+	const cluster, ns, name = "faults", "total-loss", "tl"
+
+	It("brings a power-lost memory cluster back from its newest snapshot, with every key written before it", func(ctx SpecContext) {
+		s3 := objectStore(ctx, cluster, ns)
+		c := clients[cluster]
+		ec := e2eutil.NewEtcdCluster(ns, name, 3, true)
+		ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
+		Expect(c.Create(ctx, ec)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+		etcd.PutKeys(ctx, "k", 100)
+
+		By("taking a snapshot, then writing more that it cannot hold")
+		snap := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "last-good"},
+			Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: name},
+				Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: s3.Endpoint, Bucket: "backups",
+					CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}}}}
+		Expect(c.Create(ctx, snap)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(snap), snap)).To(Succeed())
+			g.Expect(snap.Status.Phase).To(Equal(v1alpha1.SnapshotComplete), "conditions %+v", snap.Status.Conditions)
+		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		etcd.PutKeys(ctx, "after", 20)
+		resp, err := etcd.Get(ctx, "after/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		Expect(err).NotTo(HaveOccurred())
+		last := resp.Header.Revision
+		etcd.Close()
+		Expect(last).To(BeNumerically(">", snap.Status.Artifact.Revision))
+		By("waiting until the cluster controller has seen the newest revision")
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ec), ec)).To(Succeed())
+			g.Expect(ec.Status.LastObserved).NotTo(BeNil())
+			g.Expect(ec.Status.LastObserved.Revision).To(BeNumerically(">=", last))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		oldID, oldMembers := ec.Status.ClusterID, e2eutil.MemberIDs(ctx, c, ns, name)
+
+		By("losing power on every node: every tmpfs comes back empty")
+		Expect(fleet.Cluster(cluster).PowerLoss(ctx, 2*time.Second)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ec), ec)).To(Succeed())
+			g.Expect(ec.Status.Recovery).NotTo(BeNil())
+			g.Expect(ec.Status.Recovery.Phase).To(Equal(v1alpha1.RecoveryRestored))
+		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
+
+		By("a new cluster, of new members, holding exactly what the snapshot holds")
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		Expect(ec.Status.ClusterID).NotTo(BeEmpty())
+		Expect(ec.Status.ClusterID).NotTo(Equal(oldID), "a restored cluster gets a new cluster ID")
+		now := e2eutil.MemberIDs(ctx, c, ns, name)
+		Expect(now).To(HaveLen(3))
+		for n := range now {
+			Expect(oldMembers).NotTo(HaveKey(n), "no member of the lost cluster runs in the new one")
+		}
+		re := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+		defer re.Close()
+		re.ExpectKeys(ctx, "k", 100)
+		re.ExpectKeys(ctx, "after", 0)
+
+		By("status and Events say what was restored and what was lost")
+		r := ec.Status.Recovery
+		Expect(r.PreviousClusterID).To(Equal(oldID))
+		Expect(r.ClusterID).To(Equal(ec.Status.ClusterID))
+		Expect(r.Source.SnapshotName).To(Equal(snap.Name))
+		Expect(r.Source.SHA256).To(Equal(snap.Status.Artifact.SHA256))
+		Expect(r.Source.Revision).To(Equal(snap.Status.Artifact.Revision))
+		Expect(r.URI).To(Equal(snap.Status.Artifact.URI))
+		Expect(r.LastObserved.Revision).To(BeNumerically(">=", last))
+		Expect(r.LostRevisions).To(Equal(r.LastObserved.Revision - snap.Status.Artifact.Revision))
+		Expect(r.ReplacedMembers).To(HaveLen(len(oldMembers)))
+		cond := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+		Expect(cond).NotTo(BeNil())
+		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+		Expect(cond.Reason).To(Equal(v1alpha1.ReasonRestoredAfterTotalLoss))
+		Eventually(func(g Gomega) {
+			list, err := fleet.Cluster(cluster).Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list.Items).To(ContainElement(And(HaveField("InvolvedObject.Name", name),
+				HaveField("Reason", v1alpha1.ReasonRestoringAfterTotalLoss), HaveField("Type", corev1.EventTypeWarning))))
+			g.Expect(list.Items).To(ContainElement(And(HaveField("InvolvedObject.Name", name),
+				HaveField("Reason", v1alpha1.ReasonRestoredAfterTotalLoss),
+				HaveField("Message", And(ContainSubstring("EtcdSnapshot "+snap.Name), ContainSubstring("revision(s)"))))))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}, SpecTimeout(10*time.Minute))
+})
