@@ -168,3 +168,19 @@ func RSS(pid int) float64 {
 	}
 	return 0
 }
+
+// MemAvailable is the host's available memory (MemAvailable in
+// /proc/meminfo), in bytes, or 0.
+func MemAvailable() float64 {
+	out, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemAvailable:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
