@@ -27,13 +27,13 @@ type LiteKnobs struct {
 // apiextensions for its CRDs), plus what the apiserver itself needs to
 // become ready: RBAC (its authorizer), networking (the ServiceCIDR and
 // IPAddress objects behind Service IPs, the default "kubernetes" Service
-// among them) and discovery (that Service's EndpointSlice), and
-// authentication. Every other group (apps, storage, flowcontrol,
+// among them), discovery (that Service's EndpointSlice), apiregistration
+// (the aggregator refuses to start without it), and authentication. Every other group (apps, storage, flowcontrol,
 // certificates, admissionregistration, scheduling, ...) is off: each costs its storage, its OpenAPI and discovery
 // documents, and with the watch cache off some of them a watch on etcd.
 var liteAPIs = []string{"api/v1", "policy/v1", "batch/v1", "events.k8s.io/v1", "coordination.k8s.io/v1",
 	"authorization.k8s.io/v1", "authentication.k8s.io/v1", "rbac.authorization.k8s.io/v1", "apiextensions.k8s.io/v1",
-	"networking.k8s.io/v1", "discovery.k8s.io/v1"}
+	"networking.k8s.io/v1", "discovery.k8s.io/v1", "apiregistration.k8s.io/v1"}
 
 // liteAdmission are the default admission plugins a lite cluster keeps:
 // NamespaceLifecycle (objects in a deleted namespace are refused, as the

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,23 +16,22 @@ import (
 // directories (envtest's certificate and data directories, or Dir).
 func (c *Cluster) Processes() map[string][]int {
 	cp := c.env.ControlPlane
-	own := map[string]string{cp.APIServer.CertDir: "kube-apiserver", cp.Etcd.DataDir: "etcd", c.Dir + string(filepath.Separator): ""}
+	dirs := []string{cp.APIServer.CertDir, cp.Etcd.DataDir, c.Dir + string(filepath.Separator)}
 	out := map[string][]int{}
 	for pid, args := range commandLines() {
-		for dir, part := range own {
-			if dir == "" || !strings.Contains(args, dir) {
-				continue
-			}
-			switch comm := filepath.Base(strings.SplitN(args, "\x00", 2)[0]); {
-			case part != "":
-			case comm == "kube-controller-manager":
-				part = comm
-			default:
-				part = "members"
-			}
-			out[part] = append(out[part], pid)
-			break
+		if !slices.ContainsFunc(dirs, func(d string) bool { return d != "" && strings.Contains(args, d) }) {
+			continue
 		}
+		// The controller-manager names the apiserver's certificates too,
+		// so the binary decides before the directories do.
+		part := "members"
+		switch comm := filepath.Base(strings.SplitN(args, "\x00", 2)[0]); {
+		case comm == "kube-apiserver" || comm == "kube-controller-manager":
+			part = comm
+		case cp.Etcd.DataDir != "" && strings.Contains(args, cp.Etcd.DataDir):
+			part = "etcd"
+		}
+		out[part] = append(out[part], pid)
 	}
 	return out
 }

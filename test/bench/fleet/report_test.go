@@ -29,8 +29,8 @@ type healRun struct {
 
 // step is one part of a replacement's time, over every replacement.
 type step struct {
-	name string
-	ds   []time.Duration
+	key, name string // key names its ReportMetric
+	ds        []time.Duration
 }
 
 func (s step) String() string {
@@ -88,7 +88,7 @@ func (r healRun) report(b *testing.B) {
 	b.ReportMetric(float64(r.replicas), "replicas")
 	b.ReportMetric(float64(worst), "worst-1s-deletes")
 	for _, s := range steps {
-		b.ReportMetric(bench.Percentile(s.ds, 0.99).Seconds(), strings.Fields(s.name)[0]+"-p99-s")
+		b.ReportMetric(bench.Percentile(s.ds, 0.99).Seconds(), s.key+"-p99-s")
 	}
 	var lines []string
 	for _, s := range steps {
@@ -126,12 +126,12 @@ func (r healRun) breakdown(reps []bench.Replacement, clusterOf []string) ([]step
 		k := g.Cluster + "/" + g.Namespace + "/" + g.Member
 		byMember[k] = append(byMember[k], g)
 	}
-	toAsk := step{name: "terminal → limiter first ask"}
-	wait := step{name: "limiter wait (first ask → grant)"}
-	toDelete := step{name: "grant → old Pod DELETED"}
-	toCreate := step{name: "DELETED → new Pod ADDED"}
-	toReady := step{name: "ADDED → Ready"}
-	total := step{name: "terminal → Ready (all of it)"}
+	toAsk := step{key: "ask", name: "terminal → limiter first ask"}
+	wait := step{key: "limiter-wait", name: "limiter wait (first ask → grant)"}
+	toDelete := step{key: "grant-delete", name: "grant → old Pod DELETED"}
+	toCreate := step{key: "delete-create", name: "DELETED → new Pod ADDED"}
+	toReady := step{key: "create-ready", name: "ADDED → Ready"}
+	total := step{key: "total", name: "terminal → Ready (all of it)"}
 	unmatched := 0
 	for i, rep := range reps {
 		var grant *managerproc.Grant
