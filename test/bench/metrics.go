@@ -3,15 +3,20 @@ package bench
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// SumSeries adds up every sample of a family in Prometheus text format.
-func SumSeries(text, family string) float64 {
+// SumSeries adds up every sample of a family in Prometheus text format;
+// with labels (such as `verb="GET"`), only the samples that have them all.
+func SumSeries(text, family string, labels ...string) float64 {
 	var sum float64
 	for _, line := range strings.Split(text, "\n") {
 		if !strings.HasPrefix(line, family+"{") && !strings.HasPrefix(line, family+" ") {
+			continue
+		}
+		if slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(line, l) }) {
 			continue
 		}
 		f := strings.Fields(line)

@@ -129,15 +129,23 @@ func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandb
 	bench.Settle(ctx, 5*time.Second)
 	n := float64(len(ws))
 	heap, rss, g := (heapNow()-heap0)/n, (bench.RSS(0)-rss0)/n, float64(runtime.NumGoroutine()-g0)/n
+	heapTotal, rssTotal := heapNow(), bench.RSS(0)
 	perMin := requestsPerMinute(b, ctx, ws, window)
-	bench.Logf(b, "1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s); per cluster: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines, %.1f API requests/min at rest (probe every %s; %s)",
-		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute), heap/mib, bench.Verdict(heap/mib <= 2.5),
-		rss/mib, g, perMin, config().Clusters.ProbeInterval, bench.HostLoad())
+	interval := config().Clusters.ProbeInterval
+	probesPerInterval := perMin.probes * interval.Minutes()
+	bench.Logf(b, `1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s)
+  manager: heap %.0f MiB, RSS %.0f MiB in all; per cluster beyond idle: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines
+  API requests per cluster per minute at rest over %s: %.1f, of which probes %.1f (%.2f per probe interval of %s; goal ≤ 1: %s) and watches %.1f
+  (%s)`,
+		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute),
+		heapTotal/mib, rssTotal/mib, heap/mib, bench.Verdict(heap/mib <= 2.5), rss/mib, g,
+		window, perMin.all, perMin.probes, probesPerInterval, interval, bench.Verdict(probesPerInterval <= 1), perMin.watches, bench.HostLoad())
 	b.ReportMetric(took.Seconds(), "s-to-connected/1-replica")
 	b.ReportMetric(heap/mib, "MiB-heap/cluster")
 	b.ReportMetric(rss/mib, "MiB-RSS/cluster")
 	b.ReportMetric(g, "goroutines/cluster")
-	b.ReportMetric(perMin, "requests/cluster/min")
+	b.ReportMetric(perMin.all, "requests/cluster/min")
+	b.ReportMetric(probesPerInterval, "probes/cluster/interval")
 }
 
 // threeReplicas runs three manager processes with --shard and sums their
@@ -232,25 +240,35 @@ func connectedRows(ctx context.Context, mc client.Client) int {
 	return c
 }
 
+// requestRates are API requests per cluster per minute.
+type requestRates struct{ all, probes, watches float64 }
+
 // requestsPerMinute counts, on every workload apiserver, the requests
 // served over window (apiserver_request_total), less the bench's own two
-// scrapes, per cluster per minute.
-func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteCluster, window time.Duration) float64 {
-	total := func() float64 {
-		var sum float64
+// scrapes, per cluster per minute: all of them, the probes (the only
+// non-resource GETs the manager makes at rest: GET /version) and the
+// watches (re-opened as the client timeout cuts them).
+func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteCluster, window time.Duration) requestRates {
+	count := func() (r requestRates) {
 		for _, w := range ws {
 			raw, err := w.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 			if err != nil {
 				b.Fatalf("%s /metrics: %v", w.Name, err)
 			}
-			sum += bench.SumSeries(string(raw), "apiserver_request_total")
+			r.all += bench.SumSeries(string(raw), "apiserver_request_total")
+			r.probes += bench.SumSeries(string(raw), "apiserver_request_total", `verb="GET"`, `resource=""`)
+			r.watches += bench.SumSeries(string(raw), "apiserver_request_total", `verb="WATCH"`)
 		}
-		return sum
+		return r
 	}
-	before := total()
+	before := count()
 	bench.Settle(ctx, window)
-	after := total()
-	return (after - before - float64(len(ws))) / float64(len(ws)) / window.Minutes()
+	after := count()
+	per := func(a, b, scrapes float64) float64 { return (a - b - scrapes) / float64(len(ws)) / window.Minutes() }
+	// The first scrape is counted once it is done, so the window holds one
+	// scrape per cluster, a non-resource GET.
+	n := float64(len(ws))
+	return requestRates{all: per(after.all, before.all, n), probes: per(after.probes, before.probes, n), watches: per(after.watches, before.watches, 0)}
 }
 
 func heapNow() float64 {
