@@ -156,28 +156,21 @@ func RSS(pid int) float64 {
 	if pid != 0 {
 		path = fmt.Sprintf("/proc/%d/status", pid)
 	}
+	return procKB(path, "VmRSS:")
+}
+
+// MemAvailable is the host's available memory (MemAvailable in
+// /proc/meminfo), in bytes, or 0.
+func MemAvailable() float64 { return procKB("/proc/meminfo", "MemAvailable:") }
+
+// procKB reads the "key: N kB" line of a /proc file, in bytes, or 0.
+func procKB(path, key string) float64 {
 	out, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
-// MemAvailable is the host's available memory (MemAvailable in
-// /proc/meminfo), in bytes, or 0.
-func MemAvailable() float64 {
-	out, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemAvailable:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb * 1024
 		}
