@@ -19,21 +19,18 @@ type LiteKnobs struct {
 	GOGC, GOMEMLIMIT string
 }
 
-// liteAPIs are the API groups a lite cluster serves: what etcdfleet's
-// manager and operator use on a workload cluster (core v1 for Pods,
-// PVCs, Services, Secrets, Events, Namespaces and Nodes; policy for PDBs;
-// batch for snapshot Jobs; events.k8s.io; coordination for Leases;
-// authorization for the pre-flight's SelfSubjectAccessReviews;
-// apiextensions for its CRDs), plus what the apiserver itself needs to
-// become ready: RBAC (its authorizer), networking (the ServiceCIDR and
-// IPAddress objects behind Service IPs, the default "kubernetes" Service
-// among them), discovery (that Service's EndpointSlice), apiregistration
-// (the aggregator refuses to start without it), and authentication. Every other group (apps, storage, flowcontrol,
-// certificates, admissionregistration, scheduling, ...) is off: each costs its storage, its OpenAPI and discovery
-// documents, and with the watch cache off some of them a watch on etcd.
-var liteAPIs = []string{"api/v1", "policy/v1", "batch/v1", "events.k8s.io/v1", "coordination.k8s.io/v1",
-	"authorization.k8s.io/v1", "authentication.k8s.io/v1", "rbac.authorization.k8s.io/v1", "apiextensions.k8s.io/v1",
-	"networking.k8s.io/v1", "discovery.k8s.io/v1", "apiregistration.k8s.io/v1"}
+// liteAPIsOff are the API groups a lite cluster does not serve: none of
+// them is used by etcdfleet on a workload cluster (it uses core v1,
+// policy, batch, events, coordination, authorization and apiextensions)
+// nor needed by the apiserver to become ready. Each costs its storage, its
+// OpenAPI and discovery documents. Turning everything off and a list on
+// (api/all=false) is not used: the apiserver then fails its Service IP
+// repair post-start hook and exits. flowcontrol needs priority and
+// fairness off; scheduling and admissionregistration need the admission
+// plugins that read them (Priority, webhooks, admission policies) off.
+var liteAPIsOff = []string{"apps/v1", "autoscaling/v1", "autoscaling/v2", "storage.k8s.io/v1", "certificates.k8s.io/v1",
+	"scheduling.k8s.io/v1", "node.k8s.io/v1", "resource.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1",
+	"admissionregistration.k8s.io/v1"}
 
 // liteAdmission are the default admission plugins a lite cluster keeps:
 // NamespaceLifecycle (objects in a deleted namespace are refused, as the
@@ -72,14 +69,14 @@ func LiteKnobSteps() []struct {
 	}
 	add("envtest apiserver, watch cache off", func() {})
 	add("+ --enable-priority-and-fairness=false", func() { k.Flags["enable-priority-and-fairness"] = "false" })
-	add("+ only the API groups etcdfleet uses (--runtime-config; needs APF off)", func() {
-		k.Flags["runtime-config"] = "api/all=false," + strings.Join(liteAPIs, "=true,") + "=true"
-	})
 	add("+ --profiling=false, fewer admission plugins, --max-requests-inflight=50", func() {
 		k.Flags["profiling"] = "false"
 		k.Flags["disable-admission-plugins"] = strings.Join(liteDisabledAdmission, ",")
 		// A lite cluster serves one manager's few watches and probes.
 		k.Flags["max-requests-inflight"], k.Flags["max-mutating-requests-inflight"] = "50", "25"
+	})
+	add("+ API groups etcdfleet does not use off (--runtime-config)", func() {
+		k.Flags["runtime-config"] = strings.Join(liteAPIsOff, "=false,") + "=false"
 	})
 	add("+ GOGC=50 GOMEMLIMIT=100MiB", func() { k.GOGC, k.GOMEMLIMIT = "50", "100MiB" })
 	return out
