@@ -86,7 +86,10 @@ func Poll(ctx context.Context, interval, timeout time.Duration, cond func(contex
 		if ok && err == nil {
 			return nil
 		}
-		if why != "" {
+		if ctx.Err() != nil && last != "" {
+			// The round the timeout cut short says only that; the one
+			// before says what was still missing.
+		} else if why != "" {
 			last = why
 		} else if err != nil {
 			last = err.Error()
