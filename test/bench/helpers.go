@@ -86,12 +86,11 @@ func Poll(ctx context.Context, interval, timeout time.Duration, cond func(contex
 		if ok && err == nil {
 			return nil
 		}
-		if ctx.Err() != nil && last != "" {
-			// The round the timeout cut short says only that; the one
-			// before says what was still missing.
-		} else if why != "" {
+		// A round the timeout cut short says only that; the one before
+		// says what was still missing.
+		if cut := ctx.Err() != nil && last != ""; !cut && why != "" {
 			last = why
-		} else if err != nil {
+		} else if !cut && err != nil {
 			last = err.Error()
 		}
 		select {
