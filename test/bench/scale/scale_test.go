@@ -92,7 +92,7 @@ func fits(b *testing.B, n int) {
 // rounded up (docs/performance.md); managersReserve is kept for the
 // shared etcd, the managers and the bench itself.
 const (
-	liteMiB                 = 200
+	liteMiB                 = 180
 	managersReserve float64 = 2 << 30
 )
 
