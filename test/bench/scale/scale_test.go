@@ -135,7 +135,7 @@ func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandb
 	probesPerInterval := perMin.probes * interval.Minutes()
 	bench.Logf(b, `1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s)
   manager: heap %.0f MiB, RSS %.0f MiB in all; per cluster beyond idle: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines
-  API requests per cluster per minute at rest over %s: %.1f, of which probes %.1f (%.2f per probe interval of %s; goal ≤ 1: %s) and watches %.1f
+  API requests per cluster per minute at rest over %s: %.1f, of which non-resource GETs (the probes, and discovery when a connection is re-made) %.1f (%.2f per probe interval of %s; goal ≤ 1: %s) and watches %.1f
   (%s)`,
 		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute),
 		heapTotal/mib, rssTotal/mib, heap/mib, bench.Verdict(heap/mib <= 2.5), rss/mib, g,
