@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -268,7 +271,20 @@ func prepare(c settings.Config) func(context.Context, *rest.Config) error {
 
 func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Options {
 	// StartEmpty: a new leader must not spend a second burst (limiter doc).
-	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true, OnGrant: onGrant}
+	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true, OnGrant: onGrant,
+		OnGranted: logGrant(ctrl.Log.WithName("limiter"))}
+}
+
+// logGrant logs every destructive action the limiter lets go, with how
+// long it waited for its token: the audit trail of what the fleet did and
+// when, and how the fleet bench splits a heal into limiter wait and the
+// rest. The limiter itself keeps the volume bounded (rate + burst a
+// second), so it is an Info line.
+func logGrant(log logr.Logger) func(gate.Request, time.Duration) {
+	return func(r gate.Request, waited time.Duration) {
+		log.Info("Destructive action granted", "cluster", r.Cluster, "namespace", r.Namespace, "etcdCluster", r.EtcdCluster,
+			"member", r.Member, "action", r.Action, "quorumLost", r.QuorumLost, "waitedSeconds", waited.Seconds())
+	}
 }
 
 func slotOptions(c settings.Config, onGrant func(gate.Request)) limiter.SlotOptions {

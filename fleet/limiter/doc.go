@@ -46,7 +46,9 @@
 // The first ask queues the request; asking again with the same Request
 // (same Cluster, Namespace, EtcdCluster, Member and Action) keeps its place.
 // When its token comes, OnGrant names it so the controller requeues the
-// member at once; the next ask gets Delay 0. Snapshot feeds the dashboard.
+// member at once; the next ask gets Delay 0. OnGranted sees every grant,
+// with its wait since the first ask (the manager logs it). Snapshot feeds
+// the dashboard.
 //
 // # Implementation details
 //

@@ -240,6 +240,9 @@ func (l *Limiter) grantLocked(now time.Time, self key) []gate.Request {
 		l.unclaimed++
 		l.grantedTotal++
 		l.metrics.grant(e.req, now.Sub(e.firstAsk))
+		if l.opts.OnGranted != nil {
+			l.opts.OnGranted(e.req, now.Sub(e.firstAsk))
+		}
 		if k := keyOf(e.req); k != self {
 			woken = append(woken, e.req)
 		}

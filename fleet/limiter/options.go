@@ -52,6 +52,12 @@ type Options struct {
 	// Delay. It is called without locks held and must not block: send to a
 	// buffered channel or a workqueue.
 	OnGrant func(gate.Request)
+	// OnGranted is called for every grant, queued or not, with how long
+	// the request waited since its first ask: the manager logs it, so
+	// that every destructive action's wait can be read back. It is called
+	// with the limiter's lock held and must not call into the limiter or
+	// block.
+	OnGranted func(r gate.Request, waited time.Duration)
 	// GrantTTL is how long a grant waits to be claimed before its token is
 	// returned.
 	GrantTTL time.Duration

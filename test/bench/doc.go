@@ -15,16 +15,22 @@
 //     client-visible unavailability: a lincheck workload on every cluster
 //     reports the longest time between two successful writes, p50 and max
 //     over clusters (what a user of the workload cluster feels), and its
-//     history is checked for linearizability.
+//     history is checked for linearizability. Each replacement's time is
+//     broken down (terminal → limiter ask, limiter wait, grant → delete,
+//     delete → create, create → Ready; p50, p99, max), the worst 1 s
+//     window of deletes across all replicas is counted from the
+//     apiservers' watches, and a cluster's RSS at rest is printed.
+//     BENCH_REPLICAS=3 runs three sharded managers.
 //   - memory: the fleet manager's heap per additional engaged cluster
 //     (the process's one-off costs apart; the average with them and RSS
 //     printed beside it), with 0 and with 2,000 unrelated Pods per
 //     cluster. Goal: ≤ 2 MiB and flat.
 //   - scale: BENCH_SCALE_CLUSTERS (default 100) lite clusters (apiservers
-//     on one etcd, watch cache off) registered at once, with one manager
-//     and with three sharded ones: time to all Connected, heap, RSS and
-//     goroutines per cluster, API requests per cluster per minute at rest
-//     (make bench-scale).
+//     on one etcd, watch cache off, trimmed by sandbox.DefaultLiteKnobs)
+//     registered at once, with one manager and with three sharded ones:
+//     time to all Connected, heap, RSS and goroutines per cluster, API
+//     requests (and probes) per cluster per minute at rest (make
+//     bench-scale). BenchmarkLiteAPIServer measures each knob's saving.
 //
 // # Usage
 //
@@ -32,10 +38,13 @@
 //	KUBEBUILDER_ASSETS=$(test/tools/assets.sh) go test -run '^$' -bench BenchmarkFleetHeal -benchtime 1x ./test/bench/...
 //
 // Knobs (environment): BENCH_REBOOTS (replace, default 10), BENCH_CLUSTERS
-// (fleet, default 10), BENCH_MEMORY_CLUSTERS and BENCH_MEMORY_PODS (memory,
-// defaults 5 and 2000), BENCH_MEMORY_PROFILE=dir (memory: heap and
-// goroutine profiles of each reading, for go tool pprof -base),
-// BENCH_VERBOSE=1 to see the controllers' logs.
+// and BENCH_REPLICAS (fleet, defaults 10 and 1), BENCH_SCALE_CLUSTERS,
+// BENCH_SCALE_WINDOW_SECONDS and BENCH_SCALE_APISERVER_MIB (scale),
+// BENCH_LITE_APISERVERS (BenchmarkLiteAPIServer, default 3),
+// BENCH_MEMORY_CLUSTERS and BENCH_MEMORY_PODS (memory, defaults 5 and
+// 2000), BENCH_MEMORY_PROFILE=dir (memory: heap and goroutine profiles of
+// each reading, for go tool pprof -base), BENCH_VERBOSE=1 to see the
+// controllers' (and lite apiservers') logs.
 //
 // # Implementation details
 //

@@ -86,9 +86,11 @@ func Poll(ctx context.Context, interval, timeout time.Duration, cond func(contex
 		if ok && err == nil {
 			return nil
 		}
-		if why != "" {
+		// A round the timeout cut short says only that; the one before
+		// says what was still missing.
+		if cut := ctx.Err() != nil && last != ""; !cut && why != "" {
 			last = why
-		} else if err != nil {
+		} else if !cut && err != nil {
 			last = err.Error()
 		}
 		select {
@@ -156,12 +158,21 @@ func RSS(pid int) float64 {
 	if pid != 0 {
 		path = fmt.Sprintf("/proc/%d/status", pid)
 	}
+	return procKB(path, "VmRSS:")
+}
+
+// MemAvailable is the host's available memory (MemAvailable in
+// /proc/meminfo), in bytes, or 0.
+func MemAvailable() float64 { return procKB("/proc/meminfo", "MemAvailable:") }
+
+// procKB reads the "key: N kB" line of a /proc file, in bytes, or 0.
+func procKB(path, key string) float64 {
 	out, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb * 1024
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"sync"
@@ -38,6 +39,8 @@ type Options struct {
 	// Kubelet tunes the simulated kubelets (restart backoff, probe caps).
 	Kubelet kubelet.Options
 	Logf    func(format string, args ...any)
+
+	liteLog io.Writer // LiteOptions.Log
 }
 
 // DefaultStartConcurrency starts four control planes at a time: enough to

@@ -29,6 +29,11 @@ type LiteOptions struct {
 	// DefaultStartConcurrency); StartTimeout bounds each (as Options).
 	StartConcurrency int
 	StartTimeout     time.Duration
+	// Knobs trim each apiserver (default DefaultLiteKnobs; an empty
+	// LiteKnobs is envtest's plain apiserver with the watch cache off).
+	Knobs *LiteKnobs
+	// Log receives the apiservers' output (default: dropped).
+	Log io.Writer
 }
 
 // LiteFleet is the lightest real form of many clusters: one etcd, and one
@@ -40,6 +45,9 @@ type LiteOptions struct {
 type LiteFleet struct {
 	etcd *envtest.Etcd
 	apis []*envtest.APIServer
+	// binary is the apiserver to run: a script in its own directory when
+	// the knobs set Go environment variables (removed by Stop).
+	binary string
 	// Clusters in the order named.
 	Clusters []*LiteCluster
 }
@@ -58,7 +66,11 @@ type LiteCluster struct {
 // StartLite starts the shared etcd, then the apiservers,
 // StartConcurrency at a time. On error whatever started is stopped.
 func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
-	o := Options{AssetsDir: opts.AssetsDir, StartTimeout: opts.StartTimeout, StartConcurrency: opts.StartConcurrency, Dir: os.TempDir()}
+	o := Options{AssetsDir: opts.AssetsDir, StartTimeout: opts.StartTimeout, StartConcurrency: opts.StartConcurrency, Dir: os.TempDir(),
+		liteLog: opts.Log}
+	if o.liteLog == nil {
+		o.liteLog = io.Discard
+	}
 	if _, err := o.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -75,9 +87,16 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 	}()
 	f.Clusters = make([]*LiteCluster, len(opts.Clusters))
 	f.apis = make([]*envtest.APIServer, len(opts.Clusters))
+	knobs := DefaultLiteKnobs()
+	if opts.Knobs != nil {
+		knobs = *opts.Knobs
+	}
+	if f.binary, err = knobs.binary(filepath.Join(o.AssetsDir, "kube-apiserver")); err != nil {
+		return nil, err
+	}
 	err = startEach(opts.Clusters, o.StartConcurrency, func(i int, name string) error {
 		// Each goroutine writes its own index.
-		api, c, err := f.startLite(name, i, opts.CRDDirs, o)
+		api, c, err := f.startLite(name, i, f.binary, knobs, opts.CRDDirs, o)
 		f.apis[i], f.Clusters[i] = api, c
 		return err
 	})
@@ -89,15 +108,18 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 
 // startLite starts cluster i's apiserver on the shared etcd and installs
 // the CRDs.
-func (f *LiteFleet) startLite(name string, i int, crdDirs []string, o Options) (*envtest.APIServer, *LiteCluster, error) {
+func (f *LiteFleet) startLite(name string, i int, path string, knobs LiteKnobs, crdDirs []string, o Options) (*envtest.APIServer, *LiteCluster, error) {
 	prefix := fmt.Sprintf("/lite/%d", i)
-	api := &envtest.APIServer{Path: filepath.Join(o.AssetsDir, "kube-apiserver"), EtcdURL: f.etcd.URL,
-		StartTimeout: o.StartTimeout, StopTimeout: 30 * time.Second, Out: io.Discard, Err: io.Discard}
+	api := &envtest.APIServer{Path: path, EtcdURL: f.etcd.URL,
+		StartTimeout: o.StartTimeout, StopTimeout: 30 * time.Second, Out: o.liteLog, Err: o.liteLog}
 	api.Configure().
 		Set("etcd-prefix", prefix).
 		// No watch cache: each apiserver would otherwise keep every object
 		// of its cluster in memory, the largest part of an idle one.
 		Set("watch-cache", "false")
+	for k, v := range knobs.Flags {
+		api.Configure().Set(k, v)
+	}
 	if err := api.Start(); err != nil {
 		return api, nil, fmt.Errorf("start apiserver: %w", err)
 	}
@@ -146,5 +168,8 @@ func (f *LiteFleet) Stop() error {
 		}
 	}
 	errs = append(errs, f.etcd.Stop())
+	if dir := filepath.Dir(f.binary); strings.HasPrefix(filepath.Base(dir), liteScriptDir) {
+		errs = append(errs, os.RemoveAll(dir))
+	}
 	return errors.Join(errs...)
 }

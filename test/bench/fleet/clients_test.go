@@ -47,7 +47,10 @@ func startClients(b *testing.B, ctx context.Context, f *sandbox.Fleet, ws []*wor
 
 // waitWrites waits until every cluster's clients took a write after since.
 func (cs *clients) waitWrites(ctx context.Context, ws []*workload, since func(*workload) time.Time) error {
-	return bench.Poll(ctx, 100*time.Millisecond, time.Minute, func(context.Context) (bool, string, error) {
+	// Five minutes: at 30 clusters the host runs at a load of 100 or more
+	// after the bootstrap, and port-forwarded clients take minutes to get
+	// their first write through; one minute was not enough.
+	return bench.Poll(ctx, 100*time.Millisecond, 5*time.Minute, func(context.Context) (bool, string, error) {
 		var waiting []string
 		for _, w := range ws {
 			if !cs.runs[w.name].WroteAfter(since(w)) {

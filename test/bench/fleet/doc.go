@@ -3,6 +3,9 @@
 // bound the shared replacement limiter allows (goal: within 1.2× of it),
 // and what clients of each cluster saw meanwhile: the longest gap between
 // two successful writes (p50 and max over clusters), in a history checked
-// for linearizability.
+// for linearizability. Each replacement's time is broken down at the
+// limiter's grant, so that extra heal time can be put down to pacing, the
+// controller or a saturated machine; the managers run as processes
+// (test/managerproc), BENCH_REPLICAS of them, sharded when more than one.
 // See BenchmarkFleetHeal.
 package fleet

@@ -5,15 +5,20 @@
 // A cluster is the lightest real form found: a kube-apiserver with the
 // watch cache off, storing under its own --etcd-prefix in one etcd shared
 // by all (sandbox.StartLite), with no controller-manager, kubelet or
-// Nodes. An idle cluster asks nothing else of the manager: discovery,
+// Nodes, and trimmed by sandbox.DefaultLiteKnobs: only the API groups
+// etcdfleet uses, priority and fairness off, few admission plugins, a
+// lower GOGC and a GOMEMLIMIT. BenchmarkLiteAPIServer measures what each
+// knob saves. Before starting anything the benchmark checks that N
+// apiservers fit in the host's available memory, and skips saying which
+// N would. An idle cluster asks nothing else of the manager: discovery,
 // access checks, list/watch of the cached kinds, and a probe every
 // clusters.probeInterval. Apiservers start four at a time.
 //
 // It reports the time from registering to all Connected; per cluster the
 // in-process manager's heap (after GC) and RSS beyond its idle figures,
 // its goroutines, and the API requests each apiserver served at rest over
-// BENCH_SCALE_WINDOW_SECONDS (default 60, probes included, the bench's own
-// scrapes excluded); and for three replicas, the total RSS and heap of the
+// BENCH_SCALE_WINDOW_SECONDS (default 60, the bench's own scrapes
+// excluded), and of them the probes (per probe interval) and the watches; and for three replicas, the total RSS and heap of the
 // processes over the clusters. Figures go to docs/performance.md.
 //
 //	make bench-scale

@@ -3,16 +3,10 @@ package scale
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +19,7 @@ import (
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/test/bench"
+	"github.com/etcdfleet/etcdfleet/test/managerproc"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
@@ -46,8 +41,9 @@ func BenchmarkScale(b *testing.B) {
 	for i := range n {
 		names = append(names, fmt.Sprintf("s%03d", i))
 	}
+	fits(b, n)
 	start := time.Now()
-	lf, err := sandbox.StartLite(ctx, sandbox.LiteOptions{Clusters: names, CRDDirs: bench.CRDDirs()})
+	lf, err := sandbox.StartLite(ctx, sandbox.LiteOptions{Clusters: names, CRDDirs: bench.CRDDirs(), Log: apiserverLog()})
 	b.Cleanup(func() {
 		if lf != nil {
 			_ = lf.Stop()
@@ -77,6 +73,28 @@ func BenchmarkScale(b *testing.B) {
 		threeReplicas(b, ctx, mc, mgmt, workloads)
 	}
 }
+
+// fits skips the benchmark, before starting anything, when n lite
+// apiservers of BENCH_SCALE_APISERVER_MIB each (default liteMiB, measured
+// by BenchmarkLiteAPIServer with sandbox.DefaultLiteKnobs, plus margin)
+// and the managers would not fit in the host's available memory: a host
+// that runs out starts killing processes, other helpers' among them.
+func fits(b *testing.B, n int) {
+	per := float64(bench.EnvInt(b, "BENCH_SCALE_APISERVER_MIB", liteMiB)) * mib
+	need, avail := float64(n+1)*per+managersReserve, bench.MemAvailable()
+	if need > avail {
+		b.Skipf("%d lite clusters need about %.1f GiB (%.0f MiB each, %.1f GiB for the managers and etcd), %.1f GiB available: run with BENCH_SCALE_CLUSTERS=%d at most",
+			n, need/(1<<30), per/mib, managersReserve/(1<<30), avail/(1<<30), int((avail-managersReserve)/per)-1)
+	}
+}
+
+// liteMiB is a lite apiserver's RSS at rest with sandbox.DefaultLiteKnobs,
+// rounded up (docs/performance.md); managersReserve is kept for the
+// shared etcd, the managers and the bench itself.
+const (
+	liteMiB                 = 180
+	managersReserve float64 = 2 << 30
+)
 
 // config is the manager's defaults, on the bench's namespace.
 func config() settings.Config {
@@ -111,41 +129,54 @@ func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandb
 	bench.Settle(ctx, 5*time.Second)
 	n := float64(len(ws))
 	heap, rss, g := (heapNow()-heap0)/n, (bench.RSS(0)-rss0)/n, float64(runtime.NumGoroutine()-g0)/n
+	heapTotal, rssTotal := heapNow(), bench.RSS(0)
 	perMin := requestsPerMinute(b, ctx, ws, window)
-	bench.Logf(b, "1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s); per cluster: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines, %.1f API requests/min at rest (probe every %s; %s)",
-		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute), heap/mib, bench.Verdict(heap/mib <= 2.5),
-		rss/mib, g, perMin, config().Clusters.ProbeInterval, bench.HostLoad())
+	interval := config().Clusters.ProbeInterval
+	probesPerInterval := perMin.probes * interval.Minutes()
+	bench.Logf(b, `1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s)
+  manager: heap %.0f MiB, RSS %.0f MiB in all; per cluster beyond idle: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines
+  API requests per cluster per minute at rest over %s: %.1f, of which non-resource GETs (the probes, and discovery when a connection is re-made) %.1f (%.2f per probe interval of %s; goal ≤ 1: %s) and watches %.1f
+  (%s)`,
+		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute),
+		heapTotal/mib, rssTotal/mib, heap/mib, bench.Verdict(heap/mib <= 2.5), rss/mib, g,
+		window, perMin.all, perMin.probes, probesPerInterval, interval, bench.Verdict(probesPerInterval <= 1), perMin.watches, bench.HostLoad())
 	b.ReportMetric(took.Seconds(), "s-to-connected/1-replica")
 	b.ReportMetric(heap/mib, "MiB-heap/cluster")
 	b.ReportMetric(rss/mib, "MiB-RSS/cluster")
 	b.ReportMetric(g, "goroutines/cluster")
-	b.ReportMetric(perMin, "requests/cluster/min")
+	b.ReportMetric(perMin.all, "requests/cluster/min")
+	b.ReportMetric(probesPerInterval, "probes/cluster/interval")
 }
 
 // threeReplicas runs three manager processes with --shard and sums their
 // RSS and heap (from their /metrics).
 func threeReplicas(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandbox.LiteCluster, ws []*sandbox.LiteCluster) {
-	bin := buildManager(b, ctx)
+	bin, err := managerproc.Build(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
 	kc := filepath.Join(b.TempDir(), "mgmt.kubeconfig")
 	if err := os.WriteFile(kc, mgmt.Kubeconfig, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	var procs []*exec.Cmd
+	var procs []*managerproc.Process
 	var metrics []string
 	for _, id := range []string{"r1", "r2", "r3"} {
-		addr := freeAddr(b)
-		cmd := exec.Command(bin, "--kubeconfig", kc, "--namespace", secretNS, "--leader-elect=true", "--shard", "--shard-replica-id="+id,
-			"--metrics-bind-address", addr, "--health-probe-bind-address", "0")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
+		addr, err := managerproc.FreeLoopbackAddr()
+		if err != nil {
 			b.Fatal(err)
 		}
-		procs, metrics = append(procs, cmd), append(metrics, "http://"+addr+"/metrics")
+		p, err := managerproc.Start(bin, managerproc.Options{Name: id, Args: []string{"--kubeconfig", kc, "--namespace", secretNS,
+			"--leader-elect=true", "--shard", "--shard-replica-id=" + id,
+			"--metrics-bind-address", addr, "--metrics-secure=false", "--health-probe-bind-address", "0"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		procs, metrics = append(procs, p), append(metrics, "http://"+addr+"/metrics")
 	}
 	defer func() {
 		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
+			p.Kill()
 		}
 		unregister(b, ctx, mc, ws)
 	}()
@@ -154,8 +185,8 @@ func threeReplicas(b *testing.B, ctx context.Context, mc client.Client, mgmt *sa
 	bench.Settle(ctx, 5*time.Second)
 	var rss, heap float64
 	for i, p := range procs {
-		rss += bench.RSS(p.Process.Pid)
-		heap += scrape(metrics[i], "go_memstats_heap_inuse_bytes")
+		rss += bench.RSS(p.PID())
+		heap += bench.Scrape(metrics[i], "go_memstats_heap_inuse_bytes")
 	}
 	n := float64(len(ws))
 	bench.Logf(b, "3 replicas, %d clusters: all Connected %s after registering; total RSS %.0f MiB, heap %.0f MiB, per cluster (one-off costs of 3 processes included) RSS %.2f MiB, heap %.2f MiB (%s)",
@@ -209,58 +240,35 @@ func connectedRows(ctx context.Context, mc client.Client) int {
 	return c
 }
 
+// requestRates are API requests per cluster per minute.
+type requestRates struct{ all, probes, watches float64 }
+
 // requestsPerMinute counts, on every workload apiserver, the requests
 // served over window (apiserver_request_total), less the bench's own two
-// scrapes, per cluster per minute.
-func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteCluster, window time.Duration) float64 {
-	total := func() float64 {
-		var sum float64
+// scrapes, per cluster per minute: all of them, the probes (the only
+// non-resource GETs the manager makes at rest: GET /version) and the
+// watches (re-opened as the client timeout cuts them).
+func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteCluster, window time.Duration) requestRates {
+	count := func() (r requestRates) {
 		for _, w := range ws {
 			raw, err := w.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 			if err != nil {
 				b.Fatalf("%s /metrics: %v", w.Name, err)
 			}
-			sum += sumSeries(string(raw), "apiserver_request_total")
+			r.all += bench.SumSeries(string(raw), "apiserver_request_total")
+			r.probes += bench.SumSeries(string(raw), "apiserver_request_total", `verb="GET"`, `resource=""`)
+			r.watches += bench.SumSeries(string(raw), "apiserver_request_total", `verb="WATCH"`)
 		}
-		return sum
+		return r
 	}
-	before := total()
+	before := count()
 	bench.Settle(ctx, window)
-	after := total()
-	return (after - before - float64(len(ws))) / float64(len(ws)) / window.Minutes()
-}
-
-// sumSeries adds up every sample of a family in Prometheus text format.
-func sumSeries(text, family string) float64 {
-	var sum float64
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, family+"{") && !strings.HasPrefix(line, family+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
-
-func scrape(url, family string) float64 {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	var sb strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		k, err := resp.Body.Read(buf)
-		sb.Write(buf[:k])
-		if err != nil {
-			break
-		}
-	}
-	return sumSeries(sb.String(), family)
+	after := count()
+	per := func(a, b, scrapes float64) float64 { return (a - b - scrapes) / float64(len(ws)) / window.Minutes() }
+	// The first scrape is counted once it is done, so the window holds one
+	// scrape per cluster, a non-resource GET.
+	n := float64(len(ws))
+	return requestRates{all: per(after.all, before.all, n), probes: per(after.probes, before.probes, n), watches: per(after.watches, before.watches, 0)}
 }
 
 func heapNow() float64 {
@@ -269,22 +277,4 @@ func heapNow() float64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return float64(m.HeapAlloc)
-}
-
-func buildManager(b *testing.B, ctx context.Context) string {
-	bin := filepath.Join(b.TempDir(), "etcdfleet-manager")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/etcdfleet/etcdfleet/cmd/etcdfleet-manager").CombinedOutput()
-	if err != nil {
-		b.Fatalf("go build: %v: %s", err, out)
-	}
-	return bin
-}
-
-func freeAddr(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

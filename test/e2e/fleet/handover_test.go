@@ -3,15 +3,9 @@ package fleet_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -25,6 +19,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
+	"github.com/etcdfleet/etcdfleet/test/managerproc"
 )
 
 // handoverSpecs run the real etcdfleet-manager binary as separate processes
@@ -45,9 +40,9 @@ func handoverSpecs() {
 			first.waitEngaged(ctx)
 			logs, before, rebootAt, load := rebootMidHeal(ctx)
 			By("SIGKILLing the manager once the burst is spent and starting a new one at once")
-			first.kill()
+			first.Kill()
 			second := startManagerProcess(ctx, bin, "restart-2", false)
-			DeferCleanup(second.kill)
+			DeferCleanup(second.Kill)
 			second.waitEngaged(ctx)
 			expectHealedWithinBound(ctx, logs, before, rebootAt, load)
 			By("scraping the new manager's /metrics: its replacements, the limiter's series and every cluster's health")
@@ -58,14 +53,14 @@ func handoverSpecs() {
 			a := startManagerProcess(ctx, bin, "replica-a", true)
 			leader := waitLeader(ctx, "") // replica-a's: it runs alone so far
 			b := startManagerProcess(ctx, bin, "replica-b", true)
-			DeferCleanup(a.kill)
-			DeferCleanup(b.kill)
+			DeferCleanup(a.Kill)
+			DeferCleanup(b.Kill)
 			baseline(ctx)
 			a.waitEngaged(ctx)
 			logs, before, rebootAt, load := rebootMidHeal(ctx)
 			By("SIGKILLing the leader mid-heal")
 			killedAt := time.Now()
-			a.kill()
+			a.Kill()
 			next := waitLeader(ctx, leader)
 			takeover := time.Since(killedAt)
 			AddReportEntry("leader failover", fmt.Sprintf("new leader %s after %s", next, takeover.Round(100*time.Millisecond)))
@@ -128,93 +123,19 @@ func expectHealedWithinBound(ctx context.Context, logs map[string]*e2eutil.PodLo
 	expectKeys(ctx, workloads...)
 }
 
-// managerProcess is one etcdfleet-manager process.
+// managerProcess is one etcdfleet-manager process (managerproc, which
+// tracks its engagements from its log) and its /metrics endpoint.
 type managerProcess struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	// metricsURL is the process's /metrics endpoint.
+	*managerproc.Process
 	metricsURL string
-
-	mu      sync.Mutex
-	engaged map[string]bool // from its log: the clusters it engaged
-	// since is when each cluster engaged now was engaged; spans the
-	// engagements that ended (sharding specs check they never overlap).
-	since map[string]time.Time
-	spans []engagement
-}
-
-// engagement is one cluster engaged by one process, as its log tells: the
-// span starts when "Cluster engaged" is read and ends when a "Cluster
-// disengaged" line is (both logged after the fact), or at a SIGKILL.
-type engagement struct {
-	process, cluster string
-	from, to         time.Time
-}
-
-var (
-	engagedLine    = regexp.MustCompile(`"msg":"Cluster engaged".*"cluster":"([^"]+)"`)
-	disengagedLine = regexp.MustCompile(`"msg":"Cluster disengaged[^"]*".*"cluster":"([^"]+)"`)
-)
-
-// Write takes the process's log lines: into the spec's output, prefixed
-// with the process name, and noting every cluster it engaged or
-// disengaged.
-func (m *managerProcess) Write(b []byte) (int, error) {
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line == "" {
-			continue
-		}
-		now := time.Now()
-		if g := engagedLine.FindStringSubmatch(line); g != nil {
-			m.mu.Lock()
-			m.engaged[g[1]] = true
-			m.since[g[1]] = now
-			m.mu.Unlock()
-		}
-		if g := disengagedLine.FindStringSubmatch(line); g != nil {
-			m.mu.Lock()
-			m.endLocked(g[1], now)
-			m.mu.Unlock()
-		}
-		_, _ = GinkgoWriter.Write([]byte("[" + m.name + "] " + line))
-		_, _ = suiteLog.Write([]byte(line))
-	}
-	return len(b), nil
 }
 
 // waitEngaged waits until the process has engaged every workload cluster:
 // the dashboard rows may still show what the previous manager wrote.
 func (m *managerProcess) waitEngaged(ctx context.Context) {
 	GinkgoHelper()
-	Eventually(func() int {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return len(m.engaged)
-	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(50*time.Millisecond).Should(Equal(len(workloads)), "clusters engaged by %s", m.name)
-}
-
-// endLocked closes cluster's current engagement, if any, at t.
-func (m *managerProcess) endLocked(cluster string, t time.Time) {
-	if from, ok := m.since[cluster]; ok {
-		m.spans = append(m.spans, engagement{process: m.name, cluster: cluster, from: from, to: t})
-		delete(m.since, cluster)
-	}
-}
-
-// kill SIGKILLs the process: no lease release, no graceful shutdown.
-func (m *managerProcess) kill() { m.end(syscall.SIGKILL) }
-
-// end signals the process, waits for it to exit, and ends its
-// engagements.
-func (m *managerProcess) end(sig syscall.Signal) {
-	_ = m.cmd.Process.Signal(sig)
-	<-m.done
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for c := range m.since {
-		m.endLocked(c, time.Now())
-	}
+	Eventually(m.Ever).WithContext(ctx).WithTimeout(time.Minute).WithPolling(50*time.Millisecond).
+		Should(Equal(len(workloads)), "clusters engaged by %s", m.Name)
 }
 
 // startManagerProcess runs the binary against the management apiserver
@@ -234,15 +155,12 @@ func startManagerProcess(ctx context.Context, bin, name string, leaderElect bool
 		fmt.Sprint("--cluster-failure-threshold=", c.Clusters.FailureThreshold),
 		"--dashboard-min-interval", c.Dashboard.MinInterval.String(), "--dashboard-resync", c.Dashboard.Resync.String(),
 		"--replacement-healthy-reset", c.Replacement.HealthyReset.String()}
-	cmd := exec.Command(bin, append(args, extraArgs...)...)
-	m := &managerProcess{name: name, cmd: cmd, done: make(chan struct{}), engaged: map[string]bool{}, since: map[string]time.Time{},
-		metricsURL: "https://" + metricsAddr + "/metrics"}
-	cmd.Stdout, cmd.Stderr = m, m
-	// Dies with the test process, so no manager outlives a timed-out run.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	Expect(cmd.Start()).To(Succeed())
-	go func() { _ = cmd.Wait(); close(m.done) }()
-	return m
+	p, err := managerproc.Start(bin, managerproc.Options{Name: name, Args: append(args, extraArgs...), Log: func(line string) {
+		_, _ = GinkgoWriter.Write([]byte("[" + name + "] " + line))
+		_, _ = suiteLog.Write([]byte(line))
+	}})
+	Expect(err).NotTo(HaveOccurred())
+	return &managerProcess{Process: p, metricsURL: "https://" + metricsAddr + "/metrics"}
 }
 
 // waitLeader waits until the manager Lease names a holder other than not,
@@ -264,20 +182,17 @@ func waitLeader(ctx context.Context, not string) string {
 // buildManager builds cmd/etcdfleet-manager once per run.
 func buildManager(ctx context.Context) string {
 	GinkgoHelper()
-	bin := filepath.Join(GinkgoT().TempDir(), "etcdfleet-manager")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/etcdfleet/etcdfleet/cmd/etcdfleet-manager")
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+	bin, err := managerproc.Build(ctx, GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
 	return bin
 }
 
 // freeLoopbackAddr returns a loopback address with a port free right now.
 func freeLoopbackAddr() string {
 	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := managerproc.FreeLoopbackAddr()
 	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // expectServedMetrics scrapes a real manager's /metrics after a heal it

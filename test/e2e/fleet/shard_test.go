@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/test/managerproc"
 )
 
 // Sharding timings of the sharding specs: short, so that a takeover fits
@@ -44,7 +44,7 @@ func shardSpecs() {
 		start := func(ctx context.Context, id string) *managerProcess {
 			m := startManagerProcess(ctx, bin, id, true, "--shard", "--shard-replica-id="+id,
 				"--shard-lease-duration="+shardLease.String(), "--shard-sync-interval="+shardSync.String())
-			DeferCleanup(m.kill)
+			DeferCleanup(m.Kill)
 			return m
 		}
 		BeforeAll(func(ctx SpecContext) {
@@ -65,10 +65,10 @@ func shardSpecs() {
 
 			logs, before, rebootAt, load := rebootMidHeal(ctx)
 			victim := busiest(replicas)
-			By(fmt.Sprintf("SIGKILLing %s mid-heal, which owns %v", victim.name, victim.current()))
-			orphans := victim.current()
+			By(fmt.Sprintf("SIGKILLing %s mid-heal, which owns %v", victim.Name, victim.Current()))
+			orphans := victim.Current()
 			killedAt := time.Now()
-			victim.kill()
+			victim.Kill()
 			survivors := without(replicas, victim)
 			bound := shardLease + managerConfig().Clusters.ProbeInterval + 5*time.Second
 			for _, w := range orphans {
@@ -86,8 +86,8 @@ func shardSpecs() {
 			replicas = append(survivors, rejoin(ctx, start, victim, orphans))
 			expectOwnedOnce(ctx, replicas)
 			leaving := replicas[0]
-			had := leaving.current()
-			leaving.stop()
+			had := leaving.Current()
+			leaving.Stop()
 			expectOwnedOnce(ctx, replicas[1:])
 			replicas = append(replicas[1:], rejoin(ctx, start, leaving, had))
 			expectOwnedOnce(ctx, replicas)
@@ -101,27 +101,17 @@ func shardSpecs() {
 // again, the clusters old owned.
 func rejoin(ctx context.Context, start func(context.Context, string) *managerProcess, old *managerProcess, had []string) *managerProcess {
 	GinkgoHelper()
-	m := start(ctx, old.name)
-	Eventually(m.current).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
-		Should(ConsistOf(had), "%s rejoined and took back its clusters", m.name)
+	m := start(ctx, old.Name)
+	Eventually(m.Current).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
+		Should(ConsistOf(had), "%s rejoined and took back its clusters", m.Name)
 	return m
 }
-
-// current returns the clusters the process has engaged now, sorted.
-func (m *managerProcess) current() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return sortedKeys(m.since)
-}
-
-// stop ends the process gracefully (SIGTERM), as a scale-down does.
-func (m *managerProcess) stop() { m.end(syscall.SIGTERM) }
 
 // engagedBy names the process among ms that has w engaged now, or "".
 func engagedBy(ms []*managerProcess, w string) string {
 	for _, m := range ms {
-		if slices.Contains(m.current(), w) {
-			return m.name
+		if slices.Contains(m.Current(), w) {
+			return m.Name
 		}
 	}
 	return ""
@@ -136,8 +126,8 @@ func expectOwnedOnce(ctx context.Context, ms []*managerProcess) map[string][]str
 	Eventually(func(g Gomega) {
 		owners = map[string][]string{}
 		for _, m := range ms {
-			for _, w := range m.current() {
-				owners[w] = append(owners[w], m.name)
+			for _, w := range m.Current() {
+				owners[w] = append(owners[w], m.Name)
 			}
 		}
 		for _, w := range workloads {
@@ -161,7 +151,7 @@ func expectOwnedOnce(ctx context.Context, ms []*managerProcess) map[string][]str
 func busiest(ms []*managerProcess) *managerProcess {
 	best := ms[0]
 	for _, m := range ms[1:] {
-		if len(m.current()) > len(best.current()) {
+		if len(m.Current()) > len(best.Current()) {
 			best = m
 		}
 	}
@@ -178,26 +168,21 @@ func without(ms []*managerProcess, drop *managerProcess) []*managerProcess {
 func expectNoOverlap(ms []*managerProcess) {
 	GinkgoHelper()
 	type span struct {
-		engagement
+		managerproc.Engagement
 		proc int // a restarted replica keeps its name but is another process
 	}
 	var all []span
 	for i, m := range ms {
-		m.mu.Lock()
-		for _, e := range m.spans {
+		for _, e := range m.Engagements() {
 			all = append(all, span{e, i})
 		}
-		for c, from := range m.since {
-			all = append(all, span{engagement{process: m.name, cluster: c, from: from, to: time.Now()}, i})
-		}
-		m.mu.Unlock()
 	}
 	for i, a := range all {
 		for _, b := range all[i+1:] {
-			if a.cluster == b.cluster && a.proc != b.proc && a.from.Before(b.to) && b.from.Before(a.to) {
-				Fail(fmt.Sprintf("cluster %s engaged by %s (%s–%s) and %s (%s–%s) at once", a.cluster,
-					a.process, a.from.Format(time.StampMilli), a.to.Format(time.StampMilli),
-					b.process, b.from.Format(time.StampMilli), b.to.Format(time.StampMilli)))
+			if a.Cluster == b.Cluster && a.proc != b.proc && a.From.Before(b.To) && b.From.Before(a.To) {
+				Fail(fmt.Sprintf("cluster %s engaged by %s (%s–%s) and %s (%s–%s) at once", a.Cluster,
+					a.Process, a.From.Format(time.StampMilli), a.To.Format(time.StampMilli),
+					b.Process, b.From.Format(time.StampMilli), b.To.Format(time.StampMilli)))
 			}
 		}
 	}

@@ -1,0 +1,210 @@
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/test/bench"
+	"github.com/etcdfleet/etcdfleet/test/managerproc"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+// healRun is what one heal left to report.
+type healRun struct {
+	ws           []*workload
+	t0           time.Time // the reboot call
+	rebootCall   time.Duration
+	replicas     int
+	limiter      settings.LimiterConfig // fleet-wide
+	tokens       float64                // in the buckets at the reboot, all replicas
+	grants       []managerproc.Grant    // during the heal, all replicas
+	loadAtReboot string
+	managerRSS   float64
+}
+
+// step is one part of a replacement's time, over every replacement.
+type step struct {
+	key, name string // key names its ReportMetric
+	ds        []time.Duration
+}
+
+func (s step) String() string {
+	return fmt.Sprintf("%-36s p50 %6.2f s   p99 %6.2f s   max %6.2f s", s.name,
+		bench.Percentile(s.ds, 0.5).Seconds(), bench.Percentile(s.ds, 0.99).Seconds(), bench.Percentile(s.ds, 1).Seconds())
+}
+
+func (r healRun) report(b *testing.B) {
+	var lastStarts, starts, healedAt []time.Duration
+	var firstTerminal, lastTerminal time.Time
+	var reps []bench.Replacement
+	var clusterOf []string
+	for _, w := range r.ws {
+		rs, err := w.rec.Replacements(w.old)
+		if err != nil {
+			b.Fatalf("%s: %v", w.name, err)
+		}
+		last := slices.MaxFunc(rs, func(x, y bench.Replacement) int { return x.Created.Compare(y.Created) })
+		lastStarts = append(lastStarts, last.Start())
+		for _, rep := range rs {
+			starts = append(starts, rep.Start())
+			if firstTerminal.IsZero() || rep.Terminal.Before(firstTerminal) {
+				firstTerminal = rep.Terminal
+			}
+			if rep.Terminal.After(lastTerminal) {
+				lastTerminal = rep.Terminal
+			}
+			reps, clusterOf = append(reps, rep), append(clusterOf, w.name)
+		}
+		healedAt = append(healedAt, w.healed.Sub(firstTerminal))
+	}
+	for i, w := range r.ws { // firstTerminal is final only now
+		healedAt[i] = w.healed.Sub(firstTerminal)
+	}
+	heal := bench.Percentile(healedAt, 1)
+	etcdStart := bench.Percentile(lastStarts, 0.5)
+	paced := max(0, len(reps)-r.limiter.Burst)
+	bound := time.Duration(float64(paced)/r.limiter.Rate*float64(time.Second)) + etcdStart
+	ratio := heal.Seconds() / bound.Seconds()
+	steps, unmatched := r.breakdown(reps, clusterOf)
+	worst, worstAt := worstWindow(r.ws)
+	throttled := 0
+	for _, g := range r.grants {
+		if g.Waited > 0 {
+			throttled++
+		}
+	}
+
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(heal.Seconds(), "heal-s")
+	b.ReportMetric(bound.Seconds(), "bound-s")
+	b.ReportMetric(ratio, "heal/bound")
+	b.ReportMetric(bench.Ms(etcdStart), "etcd-start-ms")
+	b.ReportMetric(float64(len(r.ws)), "clusters")
+	b.ReportMetric(float64(r.replicas), "replicas")
+	b.ReportMetric(float64(worst), "worst-1s-deletes")
+	for _, s := range steps {
+		b.ReportMetric(bench.Percentile(s.ds, 0.99).Seconds(), s.key+"-p99-s")
+	}
+	var lines []string
+	for _, s := range steps {
+		lines = append(lines, s.String())
+	}
+	bench.Logf(b, `fleet heal (%d clusters × 1 EtcdCluster × %d members = %d replacements, %d manager(s), limiter %g/s burst %d fleet-wide, %.1f tokens in the buckets at the reboot, node outage %s):
+  heal time (first Pod terminal → every EtcdCluster Available, every Pod replaced and Ready): %.2f s   (from the reboot call: %.2f s)
+    first cluster healed after %.2f s, median %.2f s; Pods seen terminal from %.2f s to %.2f s after the reboot call (graceful stop), which took %.2f s
+  etcd start (per cluster, last replacement's ADDED → Ready; p50): %.0f ms   (all replacements: p50 %.0f ms)
+  limiter lower bound max(0, %d − %d)/%g/s + etcd start = %.2f s
+  heal / bound = %.2f   (goal ≤ %.1f: %s; from the reboot call it would be %.2f)
+  per replacement (%d; %d without a logged grant):
+    %s
+  worst 1 s window of deletes, all replicas, from the apiservers' watch: %d from +%.2f s (bound rate + burst = %g)
+  grants %d, of which waited %d; manager RSS %.0f MiB in all
+  host: at the reboot %s; at the end %s`,
+		len(r.ws), members, len(reps), r.replicas, r.limiter.Rate, r.limiter.Burst, r.tokens, outage,
+		heal.Seconds(), (heal + firstTerminal.Sub(r.t0)).Seconds(), bench.Percentile(healedAt, 0).Seconds(), bench.Percentile(healedAt, 0.5).Seconds(),
+		firstTerminal.Sub(r.t0).Seconds(), lastTerminal.Sub(r.t0).Seconds(), r.rebootCall.Seconds(),
+		bench.Ms(etcdStart), bench.Ms(bench.Percentile(starts, 0.5)),
+		len(reps), r.limiter.Burst, r.limiter.Rate, bound.Seconds(), ratio, goal, bench.Verdict(ratio <= goal),
+		(heal+firstTerminal.Sub(r.t0)).Seconds()/bound.Seconds(),
+		len(reps), unmatched, strings.Join(lines, "\n    "),
+		worst, worstAt.Sub(r.t0).Seconds(), r.limiter.Rate+float64(r.limiter.Burst),
+		len(r.grants), throttled, r.managerRSS/mib, r.loadAtReboot, bench.HostLoad())
+}
+
+// breakdown splits each replacement at its grant: the last grant logged
+// for its member before its old Pod's DELETED event. A replacement whose
+// grant was not logged (a manager killed before its log was read) counts
+// in the watch-only steps and in unmatched.
+func (r healRun) breakdown(reps []bench.Replacement, clusterOf []string) ([]step, int) {
+	byMember := map[string][]managerproc.Grant{}
+	for _, g := range r.grants {
+		k := g.Cluster + "/" + g.Namespace + "/" + g.Member
+		byMember[k] = append(byMember[k], g)
+	}
+	toAsk := step{key: "ask", name: "terminal → limiter first ask"}
+	wait := step{key: "limiter-wait", name: "limiter wait (first ask → grant)"}
+	toDelete := step{key: "grant-delete", name: "grant → old Pod DELETED"}
+	toCreate := step{key: "delete-create", name: "DELETED → new Pod ADDED"}
+	toReady := step{key: "create-ready", name: "ADDED → Ready"}
+	total := step{key: "total", name: "terminal → Ready (all of it)"}
+	unmatched := 0
+	for i, rep := range reps {
+		var grant *managerproc.Grant
+		for _, g := range byMember[clusterOf[i]+"/"+ns+"/"+rep.Name] {
+			if !g.At.After(rep.Deleted) {
+				grant = &g
+			}
+		}
+		if grant == nil {
+			unmatched++
+		} else {
+			asked := grant.At.Add(-grant.Waited)
+			toAsk.ds = append(toAsk.ds, asked.Sub(rep.Terminal))
+			wait.ds = append(wait.ds, grant.Waited)
+			toDelete.ds = append(toDelete.ds, rep.Deleted.Sub(grant.At))
+		}
+		toCreate.ds = append(toCreate.ds, rep.Created.Sub(rep.Deleted))
+		toReady.ds = append(toReady.ds, rep.Start())
+		total.ds = append(total.ds, rep.Ready.Sub(rep.Terminal))
+	}
+	return []step{toAsk, wait, toDelete, toCreate, toReady, total}, unmatched
+}
+
+// worstWindow is the most old-Pod deletes any 1 s window saw, across all
+// clusters (and so all replicas), from the apiservers' watches, and when
+// that window started.
+func worstWindow(ws []*workload) (int, time.Time) {
+	var at []time.Time
+	for _, w := range ws {
+		for _, e := range w.rec.Events() {
+			if e.Type == "DELETED" && w.old[e.Name] == e.UID {
+				at = append(at, e.At)
+			}
+		}
+	}
+	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+	worst, from := 0, time.Time{}
+	j := 0
+	for i := range at {
+		for j < len(at) && at[j].Sub(at[i]) < time.Second {
+			j++
+		}
+		if j-i > worst {
+			worst, from = j-i, at[i]
+		}
+	}
+	return worst, from
+}
+
+const mib = 1 << 20
+
+// reportClusterCost prints what a workload cluster costs at rest (healthy,
+// its EtcdCluster Available): the RSS of its processes by part, averaged
+// over the clusters. The simulated kubelets run inside the bench process
+// and are not counted.
+func reportClusterCost(b *testing.B, f *sandbox.Fleet, names []string) {
+	parts := map[string]float64{}
+	var total float64
+	for _, n := range names {
+		for part, pids := range f.Cluster(n).Processes() {
+			for _, pid := range pids {
+				rss := bench.RSS(pid)
+				parts[part] += rss
+				total += rss
+			}
+		}
+	}
+	k := float64(len(names))
+	var by []string
+	for _, part := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "members"} {
+		by = append(by, fmt.Sprintf("%s %.0f", part, parts[part]/k/mib))
+	}
+	b.ReportMetric(total/k/mib, "MiB-RSS/cluster")
+	bench.Logf(b, "a workload cluster at rest: %.0f MiB RSS (%s MiB; its 3 etcd members included, the in-process kubelet not); %d clusters: %.1f GiB (%s)",
+		total/k/mib, strings.Join(by, ", "), len(names), total/(1<<30), bench.HostLoad())
+}
