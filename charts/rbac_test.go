@@ -98,6 +98,9 @@ var workloadPerms = join(
 	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch"),
 	perms(etcdGroup, "etcdsnapshots/status", "update"),
 	perms(etcdGroup, "etcdsnapshots/finalizers", "update"),
+	// memberctl/etcddefrag: status update; the schedule creates and prunes.
+	perms(etcdGroup, "etcddefrags", "get", "list", "watch", "create", "delete"),
+	perms(etcdGroup, "etcddefrags/status", "update"),
 	perms("batch", "jobs", "get", "list", "watch", "create"),
 )
 

@@ -37,6 +37,10 @@ type Status struct {
 	Version   string
 	IsLearner bool
 	Errors    []string
+	// DBSize is the size of the member's database file and DBSizeInUse the
+	// part of it that holds data; the rest is what a defragmentation frees.
+	DBSize      int64
+	DBSizeInUse int64
 }
 
 // Target names an etcd cluster to call and where to reach it.
@@ -139,7 +143,7 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 		return Status{}, fmt.Errorf("status of %s: %w", endpoint, err)
 	}
 	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
-		IsLearner: resp.IsLearner, Errors: resp.Errors}, nil
+		IsLearner: resp.IsLearner, Errors: resp.Errors, DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse}, nil
 }
 
 // Forget implements Interface.

@@ -95,6 +95,9 @@ func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 		}); err != nil {
 		return err
 	}
+	if err := o.setupDefrag(mgr); err != nil {
+		return err
+	}
 	snaps := &etcdsnapshot.Reconciler{Clusters: o.Clusters, Options: o.Snapshot}
 	return o.complete(controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions()),
 		func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {

@@ -183,6 +183,8 @@ type EtcdClusterSpec struct {
 	// backup schedules snapshots of the cluster and prunes old ones.
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty"`
+	// defrag schedules EtcdDefrags of the cluster; optional.
+	Defrag *DefragScheduleSpec `json:"defrag,omitempty"`
 }
 
 // EtcdClusterObservedSpec is the latched copy of the spec that new members
