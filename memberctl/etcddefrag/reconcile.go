@@ -25,16 +25,11 @@ type Options struct {
 	// the cluster's health, for an older EtcdDefrag) is looked at again,
 	// and how soon a schedule whose run is due but blocked tries again.
 	Requeue time.Duration
-	// Pause is the wait between two members. The status write that records
-	// a member wakes the reconciler at once; the pause lets the member just
-	// done answer its clients again before the health check that precedes
-	// the next one.
-	Pause time.Duration
 }
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
-	return Options{Requeue: 10 * time.Second, Pause: time.Second}
+	return Options{Requeue: 10 * time.Second}
 }
 
 // Reconciler reconciles EtcdDefrags in any workload cluster.
@@ -128,7 +123,10 @@ func (st *run) step(ctx context.Context) (ctrl.Result, error) {
 	}
 	st.setReady(metav1.ConditionFalse, v1alpha1.ReasonDefragInProgress,
 		fmt.Sprintf("%d of %d members done; member %s (%s) %s", len(d.Status.Members), len(v.members), res.Member, res.Role, res.Outcome))
-	return ctrl.Result{RequeueAfter: st.o.Pause}, nil
+	// The status write wakes the reconciler for the next member at once;
+	// the requeue is for a lost event. The member just done must answer
+	// Status again in the health check before the next one.
+	return ctrl.Result{RequeueAfter: st.o.Requeue}, nil
 }
 
 // do defragments m unless it is under the thresholds, and returns its
