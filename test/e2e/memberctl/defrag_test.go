@@ -139,6 +139,35 @@ var _ = Describe("EtcdDefrag", Ordered, func() {
 		Expect(d.Status.Defragmented).To(BeZero())
 	}, SpecTimeout(3*time.Minute))
 
+	It("resumes after a restart without redoing the members already recorded", func(ctx SpecContext) {
+		stopOperator(cluster)
+		DeferCleanup(func() {
+			if operators[cluster] == nil {
+				startOperator(cluster)
+			}
+		})
+		create(ctx, "resumed", v1alpha1.DefragThresholds{})
+		names := memberNames(ctx, c, ns, name)
+		done := names[len(names)-1]
+		d := &v1alpha1.EtcdDefrag{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "resumed"}, d)).To(Succeed())
+		now := metav1.Now()
+		d.Status.Phase, d.Status.StartedAt = v1alpha1.DefragRunning, &now
+		d.Status.Members = []v1alpha1.DefragMemberResult{{Member: done, Role: v1alpha1.DefragRoleFollower,
+			Outcome: v1alpha1.DefragOutcomeSkipped, Message: "recorded before the restart", Time: now}}
+		Expect(c.Status().Update(ctx, d)).To(Succeed())
+
+		startOperator(cluster)
+		d = final(ctx, "resumed")
+		Expect(d.Status.Phase).To(Equal(v1alpha1.DefragComplete), "conditions %+v", d.Status.Conditions)
+		Expect(d.Status.Members).To(HaveLen(len(names)), "one result per member")
+		Expect(d.Status.Members[0].Member).To(Equal(done))
+		Expect(d.Status.Members[0].Message).To(Equal("recorded before the restart"), "the recorded member was not redone")
+		for _, m := range d.Status.Members[1:] {
+			Expect(m.Outcome).To(Equal(v1alpha1.DefragOutcomeDefragmented), "member %s: %s", m.Member, m.Message)
+		}
+	}, SpecTimeout(3*time.Minute))
+
 	It("waits, saying why, while a member is missing, and runs once the cluster is whole", func(ctx SpecContext) {
 		ec := &v1alpha1.EtcdCluster{}
 		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
