@@ -101,6 +101,9 @@ var workloadPerms = join(
 	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch", "create", "patch", "delete"),
 	perms(etcdGroup, "etcdsnapshots/status", "update"),
 	perms(etcdGroup, "etcdsnapshots/finalizers", "update"),
+	// memberctl/etcddefrag: status update; the schedule creates and prunes.
+	perms(etcdGroup, "etcddefrags", "get", "list", "watch", "create", "delete"),
+	perms(etcdGroup, "etcddefrags/status", "update"),
 	perms("batch", "jobs", "get", "list", "watch", "create", "delete"),
 )
 

@@ -18,7 +18,7 @@ import (
 //go:embed crd/workload/*.yaml rbac/workload/*.yaml
 var workloadFS embed.FS
 
-// WorkloadCRDs returns the EtcdCluster, EtcdMember and EtcdSnapshot CRDs.
+// WorkloadCRDs returns the EtcdCluster, EtcdMember, EtcdSnapshot and EtcdDefrag CRDs.
 func WorkloadCRDs() [][]byte { return readDir(workloadFS, "crd/workload") }
 
 // workloadRBAC lists the RBAC files etcdfleetctl applies, in order (the

@@ -39,6 +39,10 @@ type Status struct {
 	Errors    []string
 	// Revision is the keyspace revision the member has applied.
 	Revision int64
+	// DBSize is the size of the member's database file and DBSizeInUse the
+	// part of it that holds data; the rest is what a defragmentation frees.
+	DBSize      int64
+	DBSizeInUse int64
 }
 
 // Target names an etcd cluster to call and where to reach it.
@@ -141,7 +145,8 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 		return Status{}, fmt.Errorf("status of %s: %w", endpoint, err)
 	}
 	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
-		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision}, nil
+		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision,
+		DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse}, nil
 }
 
 // Forget implements Interface.

@@ -21,6 +21,7 @@ func TestAccessChecks(t *testing.T) {
 		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: lw},
 		{Group: "etcd.etcdfleet.io", Resource: "etcdsnapshots", Verbs: lw},
 		{Group: "batch", Resource: "jobs", Verbs: lw},
+		{Group: "etcd.etcdfleet.io", Resource: "etcddefrags", Verbs: lw},
 	}
 	etcd := "etcd.etcdfleet.io"
 	writes := []AccessCheck{
@@ -50,7 +51,7 @@ func TestAccessChecks(t *testing.T) {
 
 // TestKindsAreConsistent checks what the derived views rely on.
 func TestKindsAreConsistent(t *testing.T) {
-	for _, name := range []string{workload.MemberController, workload.ClusterController, workload.SnapshotController, workload.BackupController} {
+	for _, name := range []string{workload.MemberController, workload.ClusterController, workload.SnapshotController, workload.BackupController, workload.DefragController} {
 		if reconciled, _ := workload.Watches(name); reconciled == nil {
 			t.Errorf("controller %s reconciles no kind", name)
 		}

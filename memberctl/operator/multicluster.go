@@ -102,6 +102,9 @@ func SetupMulticluster(mgr mcmanager.Manager, o MulticlusterOptions) error {
 		}); err != nil {
 		return err
 	}
+	if err := o.setupDefrag(mgr); err != nil {
+		return err
+	}
 	snaps := &etcdsnapshot.Reconciler{Clusters: o.Clusters, Options: o.Snapshot}
 	sb := controllerFor(mgr, workload.SnapshotController).WithOptions(o.controllerOptions())
 	if o.SnapshotWake != nil {

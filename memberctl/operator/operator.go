@@ -19,6 +19,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdbackup"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcddefrag"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
@@ -171,6 +172,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
 		return nil, err
 	}
 	if err := etcdcluster.SetupWithManager(mgr, &etcdcluster.Reconciler{Clusters: src, Policy: opts.Member.Policy}, copts); err != nil {
+		return nil, err
+	}
+	if err := etcddefrag.SetupWithManager(mgr, src, etcddefrag.DefaultOptions(), copts); err != nil {
 		return nil, err
 	}
 	if opts.Snapshot.Image == "" {

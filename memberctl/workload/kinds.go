@@ -27,6 +27,11 @@ const (
 	ClusterController  = "etcdcluster"
 	SnapshotController = "etcdsnapshot"
 	BackupController   = "etcdbackup"
+	DefragController   = "etcddefrag"
+	// DefragScheduleController reconciles EtcdClusters too (their
+	// spec.defrag); it is set up by memberctl/etcddefrag, not from Kinds,
+	// since a kind has one For.
+	DefragScheduleController = "etcddefragschedule"
 )
 
 // Kind is one kind the reconcilers use in a workload cluster and
@@ -77,6 +82,7 @@ func Kinds() []Kind {
 		{Object: &policyv1.PodDisruptionBudget{}, Scope: namespaced, OwnedBy: []string{ClusterController}, ManagedOnly: true},
 		{Object: &v1alpha1.EtcdSnapshot{}, Scope: namespaced, For: SnapshotController, OwnedBy: []string{BackupController}},
 		{Object: &batchv1.Job{}, Scope: namespaced, OwnedBy: []string{SnapshotController}, ManagedOnly: true},
+		{Object: &v1alpha1.EtcdDefrag{}, Scope: namespaced, For: DefragController},
 		{Object: &corev1.Secret{}, Scope: namespaced, Uncached: true},
 		// Written or read by name only, never watched.
 		{Object: &corev1.Event{}, Scope: namespaced},

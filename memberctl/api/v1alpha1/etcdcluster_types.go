@@ -187,6 +187,10 @@ type EtcdClusterSpec struct {
 	// recovery allows an automatic restore after total loss (opt-in).
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
+
+	// defrag schedules EtcdDefrags of the cluster.
+	// +optional
+	Defrag *DefragScheduleSpec `json:"defrag,omitempty"`
 }
 
 // EtcdClusterObservedSpec is the latched copy of the spec that new members

@@ -43,7 +43,7 @@ var _ = BeforeSuite(func() {
 	env, err := envtestenv.Start(envtestenv.WorkloadCRDs, v1alpha1.AddToScheme)
 	Expect(err).NotTo(HaveOccurred())
 	testEnv, cfg, k8sClient, clientset = env, env.Config, env.Client, env.Clientset
-	Expect(env.Environment.CRDs).To(HaveLen(3))
+	Expect(env.Environment.CRDs).To(HaveLen(4))
 
 	ns = "api-test"
 	Expect(k8sClient.Create(context.Background(),
