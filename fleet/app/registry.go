@@ -10,8 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -79,8 +77,7 @@ func (r *registry) release(name string, e *entry) {
 	delete(r.clusters, name)
 	r.mu.Unlock()
 	_ = e.closer.Close()
-	etcdmember.ForgetCluster(name)
-	etcdsnapshot.ForgetCluster(name)
+	operator.ForgetCluster(name)
 	if r.onGone != nil {
 		r.onGone(name)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdbackup"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcddefrag"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
@@ -156,4 +157,12 @@ func wakeSource(grants <-chan event.TypedGenericEvent[gate.Request]) source.Type
 				Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.Namespace, Name: e.Object.Member}}})
 		},
 	})
+}
+
+// ForgetCluster drops a disengaged cluster's series from every reconciler's
+// metrics, so that a fleet that churns clusters does not grow them forever.
+func ForgetCluster(name string) {
+	etcdmember.ForgetCluster(name)
+	etcdsnapshot.ForgetCluster(name)
+	etcddefrag.ForgetCluster(name)
 }
