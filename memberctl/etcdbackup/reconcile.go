@@ -53,14 +53,10 @@ type Reconciler struct {
 
 // Reconcile schedules, prunes and reports the backups of one EtcdCluster.
 func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
-	cl, err := r.Clusters.Cluster(ctx, clusterName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ctx, cancel := cl.Bind(ctx)
-	defer cancel()
 	ec := &v1alpha1.EtcdCluster{}
-	if err := cl.Client.Get(ctx, req, ec); err != nil {
+	ctx, cl, done, err := workload.Open(ctx, r.Clusters, clusterName, req, ec)
+	defer done()
+	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ec.DeletionTimestamp != nil {

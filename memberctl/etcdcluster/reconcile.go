@@ -76,16 +76,11 @@ type pass struct {
 // Whatever happens to etcd, the status is rebuilt from what was observed and
 // written when it changed, before any error is returned.
 func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
-	cl, err := r.Clusters.Cluster(ctx, clusterName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ctx, cancel := cl.Bind(ctx)
-	defer cancel()
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workloadCluster", clusterName, "etcdcluster", req.String()))
-
 	ec := &v1alpha1.EtcdCluster{}
-	if err := cl.Client.Get(ctx, req, ec); err != nil {
+	ctx, cl, done, err := workload.Open(ctx, r.Clusters, clusterName, req, ec)
+	defer done()
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			cl.Etcd.Forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
 			return ctrl.Result{}, nil

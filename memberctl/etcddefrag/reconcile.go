@@ -49,14 +49,10 @@ type run struct {
 // Reconcile does at most one member of one EtcdDefrag of cluster
 // clusterName and records it. A final phase is never left.
 func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
-	cl, err := r.Clusters.Cluster(ctx, clusterName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ctx, cancel := cl.Bind(ctx)
-	defer cancel()
 	d := &v1alpha1.EtcdDefrag{}
-	if err := cl.Client.Get(ctx, req, d); err != nil {
+	ctx, cl, done, err := workload.Open(ctx, r.Clusters, clusterName, req, d)
+	defer done()
+	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if d.Status.Phase.Terminal() || d.DeletionTimestamp != nil {

@@ -32,14 +32,10 @@ type ScheduleReconciler struct {
 // clusterName: it never writes the EtcdCluster, the scheduled EtcdDefrags
 // (labelled LabelDefragSchedule) are its whole state.
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
-	cl, err := r.Clusters.Cluster(ctx, clusterName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ctx, cancel := cl.Bind(ctx)
-	defer cancel()
 	ec := &v1alpha1.EtcdCluster{}
-	if err := cl.Client.Get(ctx, req, ec); err != nil {
+	ctx, cl, done, err := workload.Open(ctx, r.Clusters, clusterName, req, ec)
+	defer done()
+	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	sched := ec.Spec.Defrag

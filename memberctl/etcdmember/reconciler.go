@@ -59,14 +59,10 @@ type run struct {
 
 // Reconcile brings one EtcdMember of cluster clusterName towards its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
-	cl, err := r.Clusters.Cluster(ctx, clusterName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ctx, cancel := cl.Bind(ctx)
-	defer cancel()
 	m := &v1alpha1.EtcdMember{}
-	if err := cl.Client.Get(ctx, req, m); err != nil {
+	ctx, cl, done, err := workload.Open(ctx, r.Clusters, clusterName, req, m)
+	defer done()
+	if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := time.Now()

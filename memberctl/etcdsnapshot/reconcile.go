@@ -39,14 +39,10 @@ type run struct {
 // Reconcile moves one EtcdSnapshot of cluster clusterName through its
 // phases. A final phase is never left.
 func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
-	cl, err := r.Clusters.Cluster(ctx, clusterName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ctx, cancel := cl.Bind(ctx)
-	defer cancel()
 	s := &v1alpha1.EtcdSnapshot{}
-	if err := cl.Client.Get(ctx, req, s); err != nil {
+	ctx, cl, done, err := workload.Open(ctx, r.Clusters, clusterName, req, s)
+	defer done()
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			releaseSlot(cl, req)
 		}
