@@ -93,7 +93,7 @@ test-e2e-shard: ## Run the sharding e2e: 3 manager replicas with --shard over 6 
 	$(TEST_ENV) go test -count=1 -timeout 15m ./test/e2e/fleet/ -ginkgo.label-filter=shard
 
 .PHONY: demo
-demo: ## Run the main job on a local fleet: register clusters, reboot every node, watch them heal (DEMO_ARGS=--keep leaves it up).
+demo: ## Run the main job on a local fleet: register clusters, reboot every node, watch them heal, back them up to S3 (DEMO_ARGS=--keep leaves it up).
 	@$(ASSETS_ENV) test/tools/assets.sh >/dev/null
 	$(TEST_ENV) go run ./test/demo $(DEMO_ARGS)
 
