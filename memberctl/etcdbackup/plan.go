@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/schedule"
 )
 
 // plan is what one reconcile of an EtcdCluster with spec.backup does. It
@@ -55,7 +56,7 @@ func makePlan(ec *v1alpha1.EtcdCluster, snaps []*v1alpha1.EtcdSnapshot, now time
 		return p
 	}
 	if !inFlight && !next.After(now) {
-		due := latestDue(sched, next, now)
+		due := schedule.LatestDue(sched, next, now)
 		p.create, p.status.LastScheduleTime = &due, ptrTime(due)
 		next = sched.Next(due)
 		p.condition, p.requeue = runningCondition(scheduled, snapshotName(ec.Name, due), due, now, grace)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/schedule"
 )
 
 func every(d time.Duration) *v1alpha1.BackupSpec {
@@ -73,11 +74,11 @@ func TestMissedRunsCollapseIntoTheLatest(t *testing.T) {
 	now := time.Date(2026, 1, 8, 12, 0, 30, 0, time.UTC)
 	cron, _ := parseSchedule(&v1alpha1.BackupSpec{Cron: "0 * * * *"}, "u")
 	first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // a week of hourly runs missed
-	if got, want := latestDue(cron, first, now), time.Date(2026, 1, 8, 12, 0, 0, 0, time.UTC); !got.Equal(want) {
+	if got, want := schedule.LatestDue(cron, first, now), time.Date(2026, 1, 8, 12, 0, 0, 0, time.UTC); !got.Equal(want) {
 		t.Errorf("cron: latestDue = %s, want %s", got, want)
 	}
 	iv, _ := parseSchedule(every(10*time.Second), "u")
-	d := latestDue(iv, iv.Next(now.Add(-72*time.Hour)), now)
+	d := schedule.LatestDue(iv, iv.Next(now.Add(-72*time.Hour)), now)
 	if d.After(now) || now.Sub(d) >= 10*time.Second || !iv.Next(d.Add(-time.Second)).Equal(d) {
 		t.Errorf("interval: latestDue = %s, want the due time in the last 10 s before %s", d, now)
 	}

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/schedule"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
@@ -59,9 +59,9 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, clusterName string, 
 	if n := len(scheduled); n > 0 {
 		last = scheduled[n-1].CreationTimestamp.Time
 	}
-	due, err := nextRun(sched, last)
+	due, err := nextRun(ec, last)
 	if err != nil {
-		cl.Recorder.Eventf(ec, corev1.EventTypeWarning, v1alpha1.ReasonInvalidDefragSchedule, "spec.defrag.cron %q: %v", sched.Cron, err)
+		cl.Recorder.Event(ec, corev1.EventTypeWarning, v1alpha1.ReasonInvalidDefragSchedule, err.Error())
 		return ctrl.Result{}, nil // the spec must change; its update wakes us
 	}
 	now := r.now()
@@ -80,7 +80,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, clusterName string, 
 	if err := cl.Client.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, err
 	}
-	next, _ := nextRun(sched, now)
+	next, _ := nextRun(ec, now)
 	return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
 }
 
@@ -136,16 +136,13 @@ func prune(ctx context.Context, c client.Client, scheduled []v1alpha1.EtcdDefrag
 	return nil
 }
 
-// nextRun is the first run of the schedule after last.
-func nextRun(s *v1alpha1.DefragScheduleSpec, last time.Time) (time.Time, error) {
-	if s.Interval != nil {
-		return last.Add(s.Interval.Duration), nil
-	}
-	cs, err := cron.ParseStandard(s.Cron)
+// nextRun is the first run of the schedule of ec after last.
+func nextRun(ec *v1alpha1.EtcdCluster, last time.Time) (time.Time, error) {
+	s, err := schedule.Parse("spec.defrag", ec.Spec.Defrag.Cron, ec.Spec.Defrag.Interval, ec.UID)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return cs.Next(last.UTC()), nil
+	return s.Next(last), nil
 }
 
 // scheduledDefrag is the EtcdDefrag of the run due at due. Its name comes

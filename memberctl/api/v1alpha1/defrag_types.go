@@ -192,8 +192,9 @@ type DefragScheduleSpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	Cron string `json:"cron,omitempty"`
 
-	// interval between runs, for example "168h", counted from the previous
-	// scheduled run (from the cluster's creation for the first).
+	// interval between runs, for example "168h". Each cluster's runs start
+	// at a fixed offset inside the interval, derived from its UID, so that
+	// clusters created together do not defragment together.
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
