@@ -46,7 +46,9 @@
 //   - A failed Defragment call (etcd.DefragmentTimeout bounds it) fails
 //     the EtcdDefrag for good; the members after it are left alone.
 //   - The schedule keeps no state of its own: the newest EtcdDefrag
-//     labelled LabelDefragSchedule is the last run. A due run waits while
+//     labelled LabelDefragSchedule is the last run, and package
+//     memberctl/schedule gives the next due time (an interval sits at the
+//     cluster's UID offset, as spec.backup's does). A due run waits while
 //     any EtcdDefrag of the cluster is unfinished; finished scheduled ones
 //     beyond historyLimit are deleted, oldest first. Scheduled EtcdDefrags
 //     are controlled by their EtcdCluster and go with it.
