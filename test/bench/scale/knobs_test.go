@@ -26,18 +26,21 @@ func BenchmarkLiteAPIServer(b *testing.B) {
 	}
 	var base float64
 	for _, step := range sandbox.LiteKnobSteps() {
-		rss := liteRSS(b, ctx, names, step.Knobs)
+		rss, idle := liteRSS(b, ctx, names, step.Knobs)
 		if base == 0 {
 			base = rss
 		}
 		bench.Logf(b, "%-75s median RSS %4.0f MiB per apiserver (%+.0f%% vs the first; %s)", step.Name, rss/mib, (rss/base-1)*100, bench.HostLoad())
+		bench.Logf(b, "%-75s with no client: %.1f requests a minute per apiserver (non-resource GETs %.1f, watches %.1f)", "", idle.all, idle.probes, idle.watches)
 	}
 	b.ReportMetric(0, "ns/op")
 }
 
 // liteRSS starts a lite fleet with knobs, lets it settle (the post-start
-// hooks' work and the first GCs), and returns its apiservers' median RSS.
-func liteRSS(b *testing.B, ctx context.Context, names []string, knobs sandbox.LiteKnobs) float64 {
+// hooks' work and the first GCs), and returns its apiservers' median RSS
+// and the requests they serve with no client but the bench's scrapes: the
+// baseline under the request rates BenchmarkScale reports.
+func liteRSS(b *testing.B, ctx context.Context, names []string, knobs sandbox.LiteKnobs) (float64, requestRates) {
 	lf, err := sandbox.StartLite(ctx, sandbox.LiteOptions{Clusters: names, CRDDirs: bench.CRDDirs(), Knobs: &knobs, Log: apiserverLog()})
 	if err != nil {
 		b.Fatalf("lite sandbox: %v", err)
@@ -49,7 +52,7 @@ func liteRSS(b *testing.B, ctx context.Context, names []string, knobs sandbox.Li
 		rss = append(rss, bench.RSS(c.PID))
 	}
 	slices.Sort(rss)
-	return rss[len(rss)/2]
+	return rss[len(rss)/2], requestsPerMinute(b, ctx, lf.Clusters, 30*time.Second)
 }
 
 // apiserverLog is where the apiservers' output goes: stderr with

@@ -67,9 +67,15 @@ func isolationSpecs() {
 		By("rebooting every node of w1..w4 and hanging w3's apiserver at once, amid w3's replacements")
 		rebootAt := reboot(ctx, workloads...)
 		Expect(sb.Cluster(hung).Hang()).To(Succeed())
+		hungAt := time.Now()
 		By("registering w1 and w2 again once w3 is disengaged and reconnecting to its hung apiserver")
+		// FailureThreshold × ProbeInterval is 30 s. The limit is four times
+		// that: with e2e/memberctl running beside this suite (load 40 and
+		// more on 2 cores), once it took over a minute. This waits for the
+		// setup of the spec; what the spec bounds comes after it.
 		Eventually(func() string { st, _ := fm.Provider.State(hung); return st.Reason }).WithContext(ctx).
-			WithTimeout(time.Minute).WithPolling(20 * time.Millisecond).Should(Equal(kubeconfigsecret.ReasonDisconnected))
+			WithTimeout(2 * time.Minute).WithPolling(20 * time.Millisecond).Should(Equal(kubeconfigsecret.ReasonDisconnected))
+		AddReportEntry("hung apiserver disconnected after", time.Since(hungAt).Round(100*time.Millisecond).String())
 		// Its first reconnect starts after the provider's 1 s (±10%)
 		// backoff and then hangs in pre-flight for PreflightTimeout (5 s):
 		// w1 and w2 connect meanwhile.
