@@ -225,8 +225,9 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 		Scheme:       sharedScheme(),
 		WatchedKinds: operator.WatchedKinds(),
 		AccessChecks: AccessChecks(operator.Access(c.EtcdAccess)),
-		// Rights are re-checked with every probe, so that a revoked
-		// permission shows within one probe interval.
+		// Rights are looked at with every probe, so that a revoked
+		// permission shows within one probe interval: a rules review,
+		// and the full check only when the rules changed.
 		AccessRecheckInterval: c.Clusters.ProbeInterval,
 		// One cluster, one registration: a second Secret for a cluster
 		// already engaged is refused.

@@ -223,6 +223,7 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 	// against a server that accepts connections but never answers; it is
 	// 30s, not 5s, because client-go cuts every watch at this timeout too.
 	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
+	cfg.UserAgent = userAgent("controllers")
 	if o.Prepare != nil {
 		pctx, cancel := context.WithTimeout(actx, o.PreflightTimeout)
 		err := o.Prepare(pctx, cfg)
@@ -335,11 +336,11 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 	for {
 		select {
 		case <-rt.C:
-			c.checkRights(actx, s)
+			c.checkRights(actx, s, false)
 			continue
 		case <-s.rights.forbidden:
 			if s.rights.forbiddenDue(time.Now()) {
-				c.checkRights(actx, s)
+				c.checkRights(actx, s, true)
 			}
 			continue
 		case <-actx.Done():

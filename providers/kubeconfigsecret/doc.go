@@ -46,9 +46,12 @@
 // with resourceNames ["kube-system"] is enough, and an AccessCheck with
 // that Name and ClusterScoped checks it.
 //
-// An engaged cluster's AccessChecks are asked again every
-// AccessRecheckInterval, and at once when a request of its clients (cache,
-// reconcilers) is answered 403 Forbidden. Missing permissions keep the
+// An engaged cluster's rights are looked at every AccessRecheckInterval:
+// one SelfSubjectRulesReview per namespace of its scope, and, only when the
+// rules differ from the last full check's (or the review is incomplete),
+// every AccessCheck again. They are all asked again at once when a request
+// of its clients (cache, reconcilers) is answered 403 Forbidden, and at
+// least every AccessSweepInterval. Missing permissions keep the
 // cluster engaged: they show in ClusterState.MissingRights, the gauge
 // MetricRightsMissing and a Warning Event MissingRights on the Secret; their
 // return in a Normal Event RightsRestored.
@@ -163,9 +166,15 @@
 // after pre-flight stays engaged and is shown, not stopped: its refused
 // calls fail and are retried, while disengaging would drop its caches (and
 // the dashboard's view) and re-list everything after a brief RBAC gap.
-// Rechecking costs one SelfSubjectAccessReview per permission and verb per
-// AccessRecheckInterval per cluster, each answered by the workload
-// apiserver's authorizer from memory. Duplicates are found within one
+// Rechecking costs one SelfSubjectRulesReview per namespace per
+// AccessRecheckInterval per cluster while the rules stay the same, and one
+// SelfSubjectAccessReview per permission and verb when they change, at a
+// 403, or every AccessSweepInterval; all are answered by the workload
+// apiserver's authorizer from memory. The rules review stands in for the
+// sweep because RBAC only grants: the rights the sweep found change only
+// with the rules. An authorizer that cannot list its rules (a webhook)
+// makes the review incomplete, and the sweep then runs every
+// AccessRecheckInterval, as before the rules review was used. Duplicates are found within one
 // provider (one namespace) only, and only with Identify: without it, two
 // Secrets for one cluster both engage. Secrets in one namespace only, and
 // cluster names are Secret names, so they are unique.

@@ -124,3 +124,10 @@ func parseKubeconfig(raw []byte) (*rest.Config, redactor, error) {
 	}
 	return cfg, red, nil
 }
+
+// userAgent names the manager's requests to a workload cluster by what
+// sends them ("controllers": the caches and reconcilers; "preflight";
+// "probe"; "access-review": the periodic rights re-check), so that the cluster's
+// audit log and an operator reading it can tell the probe traffic from
+// the rest.
+func userAgent(purpose string) string { return "etcdfleet-manager/" + purpose }

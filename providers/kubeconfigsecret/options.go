@@ -36,6 +36,8 @@ const (
 	DefaultFailureThreshold = 5
 	// DefaultAccessRecheckInterval: see Options.AccessRecheckInterval.
 	DefaultAccessRecheckInterval = time.Minute
+	// DefaultAccessSweepInterval: see Options.AccessSweepInterval.
+	DefaultAccessSweepInterval = 10 * time.Minute
 )
 
 // AccessCheck is one permission the workload-cluster credentials need,
@@ -147,11 +149,19 @@ type Options struct {
 	// ClusterState.MissingRights, a metric and a Warning Event on the
 	// Secret.
 	AccessChecks []AccessCheck
-	// AccessRecheckInterval between two checks of an engaged cluster's
-	// AccessChecks (default 1m). Each check is one SelfSubjectAccessReview
-	// per permission and verb, answered by the workload apiserver's
-	// authorizer without touching its storage.
+	// AccessRecheckInterval between two looks at an engaged cluster's
+	// rights (default 1m). A look is one SelfSubjectRulesReview per
+	// namespace of the registration (one for a cluster-wide one); only when
+	// the rules differ from those of the last full check, or the review is
+	// incomplete (an authorizer other than RBAC cannot list its rules), is
+	// every AccessCheck asked again: one SelfSubjectAccessReview per
+	// permission and verb. All are answered by the workload apiserver's
+	// authorizer from memory.
 	AccessRecheckInterval time.Duration
+	// AccessSweepInterval is the longest time between two full checks of
+	// an engaged cluster's AccessChecks, whatever the rules reviews say
+	// (default 10m): a backstop for what a rules review cannot show.
+	AccessSweepInterval time.Duration
 	// Identify, if set, returns the identity of the cluster a kubeconfig
 	// reaches (KubeSystemUID is one), read in pre-flight. A Secret whose
 	// cluster has the identity of another registered Secret's is refused
@@ -203,6 +213,7 @@ func (o Options) withDefaults() Options {
 	def(&o.ProbeInterval, DefaultProbeInterval)
 	def(&o.ProbeTimeout, DefaultProbeTimeout)
 	def(&o.AccessRecheckInterval, DefaultAccessRecheckInterval)
+	def(&o.AccessSweepInterval, DefaultAccessSweepInterval)
 	if o.FailureThreshold == 0 {
 		o.FailureThreshold = DefaultFailureThreshold
 	}
@@ -235,7 +246,8 @@ func (o Options) validate() error {
 		name string
 		d    time.Duration
 	}{{"RESTTimeout", o.RESTTimeout}, {"PreflightTimeout", o.PreflightTimeout}, {"SyncTimeout", o.SyncTimeout},
-		{"ProbeInterval", o.ProbeInterval}, {"ProbeTimeout", o.ProbeTimeout}, {"AccessRecheckInterval", o.AccessRecheckInterval}} {
+		{"ProbeInterval", o.ProbeInterval}, {"ProbeTimeout", o.ProbeTimeout}, {"AccessRecheckInterval", o.AccessRecheckInterval},
+		{"AccessSweepInterval", o.AccessSweepInterval}} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.name))
 		}

@@ -34,7 +34,7 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, n
 	pcfg := rest.CopyConfig(cfg)
 	// A backstop for calls that ignore contexts; a little longer than the
 	// context's deadline, which is what normally ends a hung pre-flight.
-	pcfg.Timeout = d + time.Second
+	pcfg.Timeout, pcfg.UserAgent = d+time.Second, userAgent("preflight")
 	cs, err := kubernetes.NewForConfig(pcfg)
 	if err != nil {
 		return "", classify(err, "pre-flight client", red)
@@ -286,7 +286,7 @@ func (c *conn) syncInformers(s *session, startErr <-chan error) *failure {
 // not a clientset: that would hold some fifty typed clients per cluster.
 func probeClient(cfg *rest.Config, timeout time.Duration) (rest.Interface, error) {
 	pcfg := rest.CopyConfig(cfg)
-	pcfg.Timeout = timeout
+	pcfg.Timeout, pcfg.UserAgent = timeout, userAgent("probe")
 	dc, err := discovery.NewDiscoveryClientForConfig(pcfg)
 	if err != nil {
 		return nil, err

@@ -31,26 +31,32 @@ const forbiddenSpacing = time.Second
 
 // rightsWatch re-checks an engaged cluster's AccessChecks.
 type rightsWatch struct {
-	ssar authorizationv1client.SelfSubjectAccessReviewInterface
+	ssar  authorizationv1client.SelfSubjectAccessReviewInterface
+	rules authorizationv1client.SelfSubjectRulesReviewInterface
 	// namespaces scope the checks as the cluster's caches are scoped
 	// (Options.NamespacesAnnotation); none: cluster-wide.
 	namespaces []string
 	// forbidden receives a signal when a request of the cluster's clients
 	// is answered 403; it never blocks the request.
 	forbidden chan struct{}
-	last      time.Time // of the last check; only supervise's goroutine uses it
-	missing   string    // as last reported
+	// Only supervise's goroutine uses these.
+	last     time.Time // of the last look (rules review or full check)
+	lastFull time.Time // of the last full check that got an answer
+	rulesSum string    // the rules' fingerprint taken before that check; "": none
+	missing  string    // as last reported
 }
 
 // newRightsWatch returns the watch and the config the cluster's clients
 // (cache, reconcilers) are built from: cfg with a transport wrapper that
 // signals every 403. The access reviews themselves use an unwrapped copy.
 func newRightsWatch(cfg *rest.Config, namespaces []string) (*rightsWatch, *rest.Config, error) {
-	ac, err := authorizationv1client.NewForConfig(rest.CopyConfig(cfg))
+	acfg := rest.CopyConfig(cfg)
+	acfg.UserAgent = userAgent("access-review")
+	ac, err := authorizationv1client.NewForConfig(acfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &rightsWatch{ssar: ac.SelfSubjectAccessReviews(), namespaces: namespaces, forbidden: make(chan struct{}, 1)}
+	w := &rightsWatch{ssar: ac.SelfSubjectAccessReviews(), rules: ac.SelfSubjectRulesReviews(), namespaces: namespaces, forbidden: make(chan struct{}, 1)}
 	wrapped := rest.CopyConfig(cfg)
 	wrapped.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &forbiddenNotifier{rt: rt, signal: w.forbidden} })
 	return w, wrapped, nil
@@ -73,20 +79,31 @@ func (f *forbiddenNotifier) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// checkRights asks the AccessChecks again for an engaged cluster and
-// reports what is missing, or that nothing is any more. An error (the
-// cluster does not answer) changes nothing: the probe deals with it. The
-// reviews run concurrently and are bounded by ProbeTimeout, like a probe.
-func (c *conn) checkRights(actx context.Context, s *session) {
+// checkRights looks at an engaged cluster's rights and reports what is
+// missing, or that nothing is any more. Unless forced (a 403 was seen) or
+// AccessSweepInterval has passed since the last full check, it first asks
+// for the credentials' rules (rulesFingerprint) and stops there when they
+// are what they were at the last full check: one request per namespace
+// instead of one per permission and verb. Otherwise it asks every
+// AccessCheck again (CheckAccess). An error (the cluster does not answer)
+// changes nothing: the probe deals with it. The calls are bounded by
+// ProbeTimeout, like a probe.
+func (c *conn) checkRights(actx context.Context, s *session, force bool) {
 	w := s.rights
-	w.last = time.Now()
+	now := time.Now()
+	w.last = now
 	ctx, cancel := context.WithTimeout(actx, c.p.opts.ProbeTimeout)
 	defer cancel()
+	sum := w.rulesFingerprint(ctx)
+	if !force && sum != "" && sum == w.rulesSum && now.Sub(w.lastFull) < c.p.opts.AccessSweepInterval {
+		return
+	}
 	denied, err := CheckAccess(ctx, w.ssar, c.p.opts.AccessChecks, w.namespaces)
 	if err != nil {
 		c.log.V(1).Info("Access check failed", "error", s.red.redact(err.Error()))
 		return
 	}
+	w.lastFull, w.rulesSum = now, sum
 	missing := strings.Join(denied, "; ")
 	setRightsMissing(c.p.opts.Namespace, c.name, len(denied))
 	if missing == w.missing {

@@ -2,12 +2,20 @@ package kubeconfigsecret_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
@@ -40,5 +48,91 @@ var _ = Describe("Rights", func() {
 			"shown before the first periodic re-check could run")
 		Expect(connected(name)()).To(BeTrue())
 		Expect(cctx.Err()).NotTo(HaveOccurred(), "a cluster missing rights stays engaged")
+	})
+})
+
+var _ = Describe("Rights re-check", func() {
+	It("asks one rules review per interval while the rules stay the same, and every permission again when they change", func(ctx SpecContext) {
+		const ns, sa, label = "rights-rules", "fleet", "test.example/rules-kubeconfig"
+		serviceAccount(ctx, w1, ns, sa, "cluster-admin")
+		kc, err := w1.ServiceAccountKubeconfig(ctx, ns, sa, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		opts := testOptions
+		opts.Label, opts.ControllerName, opts.OnChange = label, "kubeconfigsecret-rules", nil
+		opts.AccessRecheckInterval = 250 * time.Millisecond
+		p, err := kubeconfigsecret.New(opts)
+		Expect(err).NotTo(HaveOccurred())
+		m, err := mcmanager.New(mgmt.Config, p, manager.Options{
+			Cache:   cache.Options{ByObject: opts.CacheByObject()},
+			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.SetupWithManager(ctx, m)).To(Succeed())
+		startManager(m)
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: "rules-w1", Labels: map[string]string{label: "true"}},
+			Data: map[string][]byte{testKey: kc}}
+		Expect(mgmtC.Create(ctx, sec)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(mgmtC.Delete(ctx, sec))).To(Succeed()) })
+		missing := func() string { st, _ := p.State("rules-w1"); return st.MissingRights }
+		Eventually(func() bool { st, _ := p.State("rules-w1"); return st.Connected }).WithTimeout(30 * time.Second).Should(BeTrue())
+		sweep := 0
+		for _, c := range opts.AccessChecks {
+			sweep += len(c.Verbs)
+		}
+
+		// Counted in w1's audit log: this ServiceAccount's reviews only.
+		reviews := func(from, to time.Time) (rules, access int) {
+			GinkgoHelper()
+			time.Sleep(500 * time.Millisecond) // requests of the window still completing
+			evs, err := w1.Audit(from, to)
+			Expect(err).NotTo(HaveOccurred())
+			for _, e := range evs {
+				if e.User.Username != "system:serviceaccount:"+ns+":"+sa || e.Verb != "create" {
+					continue
+				}
+				path, _, _ := strings.Cut(e.RequestURI, "?")
+				switch {
+				case strings.HasSuffix(path, "/selfsubjectrulesreviews"):
+					rules++
+				case strings.HasSuffix(path, "/selfsubjectaccessreviews"):
+					access++
+				}
+			}
+			return rules, access
+		}
+
+		By("asking no access reviews while the rules stay the same")
+		time.Sleep(time.Second) // the first look after engagement checks every permission: no rules were seen yet
+		from := time.Now()
+		time.Sleep(3 * time.Second)
+		rules, access := reviews(from, time.Now())
+		AddReportEntry("at rest, 3 s, re-check every 250 ms", fmt.Sprintf("%d rules reviews, %d access reviews (a full check: %d)", rules, access, sweep))
+		Expect(rules).To(BeNumerically(">=", 6), "about one rules review per interval")
+		Expect(access).To(BeZero())
+
+		By("checking every permission once when a binding adds rules")
+		// A role of its own: the sandbox runs no aggregation controller, so
+		// the aggregated built-in roles (view, edit) have no rules.
+		_, err = w1.Clientset.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-extra"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		from = time.Now()
+		_, err = w1.Clientset.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa + "-extra"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ns + "-extra"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		time.Sleep(3 * time.Second)
+		_, access = reviews(from, time.Now())
+		Expect(access).To(Equal(sweep), "one full check, then none while the new rules stay")
+
+		By("showing a revoked permission within a few intervals, with no request of the cluster's clients refused")
+		removedAt := time.Now()
+		Expect(w1.Clientset.RbacV1().ClusterRoleBindings().Delete(ctx, ns+"-"+sa, metav1.DeleteOptions{})).To(Succeed())
+		Eventually(missing).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainSubstring("create,delete,patch pods"))
+		AddReportEntry("revoked permission shown after", time.Since(removedAt).Round(time.Millisecond).String())
 	})
 })

@@ -105,7 +105,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	start := time.Now()
 	var err error
 	fleet, err = sandbox.Start(ctx, sandbox.Options{
-		Clusters: []string{"mgmt", "w1"}, Nodes: 1, CRDDirs: []string{crdDir()},
+		Clusters: []string{"mgmt", "w1"}, Nodes: 1, CRDDirs: []string{crdDir()}, Audit: true,
 		Logf: func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -61,6 +61,14 @@ func startCluster(ctx context.Context, name string, opts Options, ips *kubelet.I
 		BinaryAssetsDirectory: opts.AssetsDir, CRDDirectoryPaths: opts.CRDDirs, ErrorIfCRDPathMissing: true,
 		ControlPlaneStartTimeout: opts.StartTimeout, ControlPlaneStopTimeout: 30 * time.Second,
 	}
+	if opts.Audit {
+		policy, err := writeAuditPolicy(c.Dir)
+		if err != nil {
+			return nil, err
+		}
+		c.env.ControlPlane.GetAPIServer().Configure().Set("audit-policy-file", policy).
+			Set("audit-log-path", AuditLog(c.Dir, name)).Set("audit-log-format", "json")
+	}
 	cfg, err := c.env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start apiserver: %w", err)

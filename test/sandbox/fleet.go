@@ -38,6 +38,10 @@ type Options struct {
 	StartConcurrency int
 	// Kubelet tunes the simulated kubelets (restart backoff, probe caps).
 	Kubelet kubelet.Options
+	// Audit makes every apiserver keep an audit log (metadata only), which
+	// Cluster.Audit reads: who sent which request, counted on the
+	// apiserver's side.
+	Audit bool
 	Logf    func(format string, args ...any)
 
 	liteLog io.Writer // LiteOptions.Log

@@ -34,6 +34,10 @@ type LiteOptions struct {
 	Knobs *LiteKnobs
 	// Log receives the apiservers' output (default: dropped).
 	Log io.Writer
+	// AuditDir, if set, gets each apiserver's audit log, <name>.audit.log
+	// (JSON, metadata only, every request once its response starts; see
+	// AuditLog): who sent what, which a request counter cannot tell.
+	AuditDir string
 }
 
 // LiteFleet is the lightest real form of many clusters: one etcd, and one
@@ -50,6 +54,9 @@ type LiteFleet struct {
 	binary string
 	// Clusters in the order named.
 	Clusters []*LiteCluster
+	// auditDir and auditPolicy are LiteOptions.AuditDir and the policy
+	// file written there ("" without auditing).
+	auditDir, auditPolicy string
 }
 
 // LiteCluster is one apiserver of a LiteFleet.
@@ -91,6 +98,12 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 	if opts.Knobs != nil {
 		knobs = *opts.Knobs
 	}
+	if opts.AuditDir != "" {
+		if f.auditPolicy, err = writeAuditPolicy(opts.AuditDir); err != nil {
+			return nil, err
+		}
+		f.auditDir = opts.AuditDir
+	}
 	if f.binary, err = knobs.binary(filepath.Join(o.AssetsDir, "kube-apiserver")); err != nil {
 		return nil, err
 	}
@@ -112,6 +125,10 @@ func (f *LiteFleet) startLite(name string, i int, path string, knobs LiteKnobs, 
 	prefix := fmt.Sprintf("/lite/%d", i)
 	api := &envtest.APIServer{Path: path, EtcdURL: f.etcd.URL,
 		StartTimeout: o.StartTimeout, StopTimeout: 30 * time.Second, Out: o.liteLog, Err: o.liteLog}
+	if f.auditPolicy != "" {
+		api.Configure().Set("audit-policy-file", f.auditPolicy).
+			Set("audit-log-path", AuditLog(f.auditDir, name)).Set("audit-log-format", "json")
+	}
 	api.Configure().
 		Set("etcd-prefix", prefix).
 		// No watch cache: each apiserver would otherwise keep every object

@@ -18,7 +18,10 @@
 // in-process manager's heap (after GC) and RSS beyond its idle figures,
 // its goroutines, and the API requests each apiserver served at rest over
 // BENCH_SCALE_WINDOW_SECONDS (default 60, the bench's own scrapes
-// excluded), and of them the probes (per probe interval) and the watches; and for three replicas, the total RSS and heap of the
+// excluded), and of them the manager's probes (per probe tick); the
+// apiservers keep audit logs, from which the same requests are listed by
+// sender (the manager's user agent says which part of it sent one), verb
+// and path. For three replicas it reports the total RSS and heap of the
 // processes over the clusters. Figures go to docs/performance.md.
 //
 //	make bench-scale

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"math"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -43,7 +44,8 @@ func BenchmarkScale(b *testing.B) {
 	}
 	fits(b, n)
 	start := time.Now()
-	lf, err := sandbox.StartLite(ctx, sandbox.LiteOptions{Clusters: names, CRDDirs: bench.CRDDirs(), Log: apiserverLog()})
+	audit := b.TempDir()
+	lf, err := sandbox.StartLite(ctx, sandbox.LiteOptions{Clusters: names, CRDDirs: bench.CRDDirs(), Log: apiserverLog(), AuditDir: audit})
 	b.Cleanup(func() {
 		if lf != nil {
 			_ = lf.Stop()
@@ -69,7 +71,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 	workloads := lf.Clusters[1:]
 	for i := 0; i < b.N; i++ {
-		oneReplica(b, ctx, mc, mgmt, workloads, window)
+		oneReplica(b, ctx, mc, mgmt, workloads, window, audit)
 		threeReplicas(b, ctx, mc, mgmt, workloads)
 	}
 }
@@ -105,7 +107,7 @@ func config() settings.Config {
 
 // oneReplica runs the manager in this process: its heap, RSS and
 // goroutines before and after the clusters engage are its own.
-func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandbox.LiteCluster, ws []*sandbox.LiteCluster, window time.Duration) {
+func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandbox.LiteCluster, ws []*sandbox.LiteCluster, window time.Duration, audit string) {
 	f, err := app.New(mgmt.Config, config())
 	if err != nil {
 		b.Fatal(err)
@@ -130,16 +132,24 @@ func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandb
 	n := float64(len(ws))
 	heap, rss, g := (heapNow()-heap0)/n, (bench.RSS(0)-rss0)/n, float64(runtime.NumGoroutine()-g0)/n
 	heapTotal, rssTotal := heapNow(), bench.RSS(0)
+	from := time.Now()
 	perMin := requestsPerMinute(b, ctx, ws, window)
+	to := time.Now()
+	bench.Settle(ctx, time.Second) // requests of the window still completing
+	rows, probes := auditBreakdown(b, audit, ws, from, to)
+	// A probe interval's ticks fall into the window 6 or 7 times in 60.x s,
+	// depending on each cluster's phase: the most a cluster can see is the
+	// rounded-up count, which is what one probe per tick gives at most.
 	interval := config().Clusters.ProbeInterval
-	probesPerInterval := perMin.probes * interval.Minutes()
+	probesPerInterval := float64(probes) / n / math.Ceil(to.Sub(from).Seconds()/interval.Seconds())
 	bench.Logf(b, `1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s)
   manager: heap %.0f MiB, RSS %.0f MiB in all; per cluster beyond idle: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines
-  API requests per cluster per minute at rest over %s: %.1f, of which non-resource GETs (the probes, and discovery when a connection is re-made) %.1f (%.2f per probe interval of %s; goal ≤ 1: %s) and watches %.1f
-  (%s)`,
+  API requests per cluster per minute at rest over %s: %.1f, of which the manager's probes (its audited requests with user agent etcdfleet-manager/probe) %.2f per probe tick of %s (goal ≤ 1: %s), non-resource GETs %.1f and watches %.1f
+  (%s)
+  the same requests by sender, verb and path, per cluster per minute (the apiservers' audit logs):%s`,
 		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute),
 		heapTotal/mib, rssTotal/mib, heap/mib, bench.Verdict(heap/mib <= 2.5), rss/mib, g,
-		window, perMin.all, perMin.probes, probesPerInterval, interval, bench.Verdict(probesPerInterval <= 1), perMin.watches, bench.HostLoad())
+		window, perMin.all, probesPerInterval, interval, bench.Verdict(probesPerInterval <= 1), perMin.nonResourceGETs, perMin.watches, bench.HostLoad(), formatRows(rows))
 	b.ReportMetric(took.Seconds(), "s-to-connected/1-replica")
 	b.ReportMetric(heap/mib, "MiB-heap/cluster")
 	b.ReportMetric(rss/mib, "MiB-RSS/cluster")
@@ -241,13 +251,14 @@ func connectedRows(ctx context.Context, mc client.Client) int {
 }
 
 // requestRates are API requests per cluster per minute.
-type requestRates struct{ all, probes, watches float64 }
+type requestRates struct{ all, nonResourceGETs, watches float64 }
 
 // requestsPerMinute counts, on every workload apiserver, the requests
 // served over window (apiserver_request_total), less the bench's own two
-// scrapes, per cluster per minute: all of them, the probes (the only
-// non-resource GETs the manager makes at rest: GET /version) and the
-// watches (re-opened as the client timeout cuts them).
+// scrapes, per cluster per minute: all of them, the non-resource GETs
+// (the manager's probes, GET /version, among them) and the watches
+// (re-opened as the client timeout cuts them). Who sent them is in the
+// audit logs (auditBreakdown).
 func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteCluster, window time.Duration) requestRates {
 	count := func() (r requestRates) {
 		for _, w := range ws {
@@ -256,7 +267,8 @@ func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteClus
 				b.Fatalf("%s /metrics: %v", w.Name, err)
 			}
 			r.all += bench.SumSeries(string(raw), "apiserver_request_total")
-			r.probes += bench.SumSeries(string(raw), "apiserver_request_total", `verb="GET"`, `resource=""`)
+			// The leading comma keeps subresource="" from matching.
+			r.nonResourceGETs += bench.SumSeries(string(raw), "apiserver_request_total", `verb="GET"`, `,resource=""`)
 			r.watches += bench.SumSeries(string(raw), "apiserver_request_total", `verb="WATCH"`)
 		}
 		return r
@@ -268,7 +280,7 @@ func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteClus
 	// The first scrape is counted once it is done, so the window holds one
 	// scrape per cluster, a non-resource GET.
 	n := float64(len(ws))
-	return requestRates{all: per(after.all, before.all, n), probes: per(after.probes, before.probes, n), watches: per(after.watches, before.watches, 0)}
+	return requestRates{all: per(after.all, before.all, n), nonResourceGETs: per(after.nonResourceGETs, before.nonResourceGETs, n), watches: per(after.watches, before.watches, 0)}
 }
 
 func heapNow() float64 {
