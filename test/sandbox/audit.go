@@ -34,7 +34,7 @@ func AuditLog(dir, name string) string { return filepath.Join(dir, name+".audit.
 // AuditEvent is what a bench reads of one audit log entry.
 type AuditEvent struct {
 	AuditID string `json:"auditID"`
-	User struct {
+	User    struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	UserAgent  string    `json:"userAgent"`

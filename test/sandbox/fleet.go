@@ -42,7 +42,7 @@ type Options struct {
 	// Cluster.Audit reads: who sent which request, counted on the
 	// apiserver's side.
 	Audit bool
-	Logf    func(format string, args ...any)
+	Logf  func(format string, args ...any)
 
 	liteLog io.Writer // LiteOptions.Log
 }

@@ -3,8 +3,8 @@ package scale
 import (
 	"context"
 	"fmt"
-	"os"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
