@@ -232,16 +232,16 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 			return nil, classify(err, "prepare", red)
 		}
 	}
-	version, f := c.preflight(actx, cfg, red, spec.namespaces)
+	rights, ccfg, err := newRightsWatch(cfg, spec.namespaces)
+	if err != nil {
+		return nil, classify(err, "access check client", red)
+	}
+	version, f := c.preflight(actx, cfg, red, rights)
 	if f != nil {
 		return nil, f
 	}
 	if f := c.claimIdentity(actx, cfg, red); f != nil {
 		return nil, f
-	}
-	rights, ccfg, err := newRightsWatch(cfg, spec.namespaces)
-	if err != nil {
-		return nil, classify(err, "access check client", red)
 	}
 	cl, err := cluster.New(ccfg, clusterOptions(o.ClusterOptions, spec.namespaces)...)
 	if err != nil {

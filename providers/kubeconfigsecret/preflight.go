@@ -26,8 +26,10 @@ import (
 
 // preflight checks, under PreflightTimeout, that the server answers (its
 // version) and that the credentials may do everything in AccessChecks.
-// Nothing is built or cached for the cluster before it passes.
-func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, namespaces []string) (string, *failure) {
+// Nothing is built or cached for the cluster before it passes. The rules
+// the credentials had just before the access check are kept in rights, so
+// that its first re-check need not ask every permission again.
+func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, rights *rightsWatch) (string, *failure) {
 	d := c.p.opts.PreflightTimeout
 	ctx, cancel := context.WithTimeout(actx, d)
 	defer cancel()
@@ -53,7 +55,8 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, n
 		return "", &failure{reason: ReasonMissingAPI, msg: "pre-flight: the API server does not serve " +
 			strings.Join(missing, ", ") + " (are the etcdfleet CRDs installed in the workload cluster?)"}
 	}
-	denied, err := CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(), c.p.opts.AccessChecks, namespaces)
+	sum := rights.rulesFingerprint(ctx)
+	denied, err := CheckAccess(ctx, cs.AuthorizationV1().SelfSubjectAccessReviews(), c.p.opts.AccessChecks, rights.namespaces)
 	if err != nil {
 		return "", c.timeoutOr(ctx, actx, err, fmt.Sprintf("pre-flight: access checks did not finish within %s", d),
 			"pre-flight: access check", red)
@@ -62,6 +65,7 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, n
 		return "", &failure{reason: ReasonForbidden,
 			msg: "pre-flight: the credentials lack permissions: " + strings.Join(denied, "; ")}
 	}
+	rights.rulesSum, rights.lastFull = sum, time.Now()
 	return ver, nil
 }
 

@@ -102,7 +102,8 @@ var _ = Describe("Rights re-check", func() {
 		}
 
 		By("asking no access reviews while the rules stay the same")
-		time.Sleep(time.Second) // the first look after engagement checks every permission: no rules were seen yet
+		// Pre-flight kept the rules it saw: even the first look asks no
+		// access reviews.
 		from := time.Now()
 		time.Sleep(3 * time.Second)
 		rules, access := reviews(from, time.Now())

@@ -144,12 +144,12 @@ func oneReplica(b *testing.B, ctx context.Context, mc client.Client, mgmt *sandb
 	probesPerInterval := float64(probes) / n / math.Ceil(to.Sub(from).Seconds()/interval.Seconds())
 	bench.Logf(b, `1 replica, %d clusters: all Connected %s after registering (goal ≤ 60 s at 100: %s)
   manager: heap %.0f MiB, RSS %.0f MiB in all; per cluster beyond idle: heap %.2f MiB (goal ≤ 2.5: %s), RSS %.2f MiB, %.1f goroutines
-  API requests per cluster per minute at rest over %s: %.1f, of which the manager's probes (its audited requests with user agent etcdfleet-manager/probe) %.2f per probe tick of %s (goal ≤ 1: %s), non-resource GETs %.1f and watches %.1f
+  API requests per cluster per minute at rest over %s: %.1f, of which the manager's probes (its audited requests with user agent etcdfleet-manager/probe) %.2f per probe tick of %s (goal ≤ 1: %s), and watches %.1f
   (%s)
   the same requests by sender, verb and path, per cluster per minute (the apiservers' audit logs):%s`,
 		len(ws), took.Round(100*time.Millisecond), bench.Verdict(took <= time.Minute),
 		heapTotal/mib, rssTotal/mib, heap/mib, bench.Verdict(heap/mib <= 2.5), rss/mib, g,
-		window, perMin.all, probesPerInterval, interval, bench.Verdict(probesPerInterval <= 1), perMin.nonResourceGETs, perMin.watches, bench.HostLoad(), formatRows(rows))
+		window, perMin.all, probesPerInterval, interval, bench.Verdict(probesPerInterval <= 1), perMin.watches, bench.HostLoad(), formatRows(rows))
 	b.ReportMetric(took.Seconds(), "s-to-connected/1-replica")
 	b.ReportMetric(heap/mib, "MiB-heap/cluster")
 	b.ReportMetric(rss/mib, "MiB-RSS/cluster")
@@ -251,12 +251,11 @@ func connectedRows(ctx context.Context, mc client.Client) int {
 }
 
 // requestRates are API requests per cluster per minute.
-type requestRates struct{ all, nonResourceGETs, watches float64 }
+type requestRates struct{ all, watches float64 }
 
 // requestsPerMinute counts, on every workload apiserver, the requests
 // served over window (apiserver_request_total), less the bench's own two
-// scrapes, per cluster per minute: all of them, the non-resource GETs
-// (the manager's probes, GET /version, among them) and the watches
+// scrapes, per cluster per minute: all of them and the watches
 // (re-opened as the client timeout cuts them). Who sent them is in the
 // audit logs (auditBreakdown).
 func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteCluster, window time.Duration) requestRates {
@@ -267,8 +266,6 @@ func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteClus
 				b.Fatalf("%s /metrics: %v", w.Name, err)
 			}
 			r.all += bench.SumSeries(string(raw), "apiserver_request_total")
-			// The leading comma keeps subresource="" from matching.
-			r.nonResourceGETs += bench.SumSeries(string(raw), "apiserver_request_total", `verb="GET"`, `,resource=""`)
 			r.watches += bench.SumSeries(string(raw), "apiserver_request_total", `verb="WATCH"`)
 		}
 		return r
@@ -280,7 +277,7 @@ func requestsPerMinute(b *testing.B, ctx context.Context, ws []*sandbox.LiteClus
 	// The first scrape is counted once it is done, so the window holds one
 	// scrape per cluster, a non-resource GET.
 	n := float64(len(ws))
-	return requestRates{all: per(after.all, before.all, n), nonResourceGETs: per(after.nonResourceGETs, before.nonResourceGETs, n), watches: per(after.watches, before.watches, 0)}
+	return requestRates{all: per(after.all, before.all, n), watches: per(after.watches, before.watches, 0)}
 }
 
 func heapNow() float64 {
