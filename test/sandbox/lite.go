@@ -34,10 +34,12 @@ type LiteOptions struct {
 	Knobs *LiteKnobs
 	// Log receives the apiservers' output (default: dropped).
 	Log io.Writer
-	// AuditDir, if set, gets each apiserver's audit log, <name>.audit.log
-	// (JSON, metadata only, every request once its response starts; see
+	// AuditDir, if set, gets the audit logs of the clusters named in
+	// Audited (all if empty), <name>.audit.log (JSON, metadata only; see
 	// AuditLog): who sent what, which a request counter cannot tell.
+	// Auditing a sample keeps its cost off a large fleet.
 	AuditDir string
+	Audited  []string
 }
 
 // LiteFleet is the lightest real form of many clusters: one etcd, and one
@@ -54,9 +56,10 @@ type LiteFleet struct {
 	binary string
 	// Clusters in the order named.
 	Clusters []*LiteCluster
-	// auditDir and auditPolicy are LiteOptions.AuditDir and the policy
-	// file written there ("" without auditing).
+	// auditDir, audited and auditPolicy are LiteOptions.AuditDir and
+	// Audited, and the policy file written there ("" without auditing).
 	auditDir, auditPolicy string
+	audited               []string
 }
 
 // LiteCluster is one apiserver of a LiteFleet.
@@ -102,7 +105,7 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 		if f.auditPolicy, err = writeAuditPolicy(opts.AuditDir); err != nil {
 			return nil, err
 		}
-		f.auditDir = opts.AuditDir
+		f.auditDir, f.audited = opts.AuditDir, opts.Audited
 	}
 	if f.binary, err = knobs.binary(filepath.Join(o.AssetsDir, "kube-apiserver")); err != nil {
 		return nil, err
@@ -125,7 +128,7 @@ func (f *LiteFleet) startLite(name string, i int, path string, knobs LiteKnobs, 
 	prefix := fmt.Sprintf("/lite/%d", i)
 	api := &envtest.APIServer{Path: path, EtcdURL: f.etcd.URL,
 		StartTimeout: o.StartTimeout, StopTimeout: 30 * time.Second, Out: o.liteLog, Err: o.liteLog}
-	if f.auditPolicy != "" {
+	if f.auditPolicy != "" && (len(f.audited) == 0 || slices.Contains(f.audited, name)) {
 		api.Configure().Set("audit-policy-file", f.auditPolicy).
 			Set("audit-log-path", AuditLog(f.auditDir, name)).Set("audit-log-format", "json")
 	}
