@@ -9,12 +9,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
@@ -72,15 +69,7 @@ var _ = Describe("Ownership", func() {
 		coord := &handCoordinator{claimed: map[string]context.Context{}, claims: map[string]int{}}
 		opts := testOptions
 		opts.Label, opts.ControllerName, opts.OnChange, opts.Ownership = label, "kubeconfigsecret-sharded", nil, coord
-		p, err := kubeconfigsecret.New(opts)
-		Expect(err).NotTo(HaveOccurred())
-		m, err := mcmanager.New(mgmt.Config, p, manager.Options{
-			Cache:   cache.Options{ByObject: opts.CacheByObject()},
-			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(p.SetupWithManager(ctx, m)).To(Succeed())
-		startManager(m)
+		p := startProvider(ctx, opts)
 		put := func(name string, kc []byte) {
 			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: name, Labels: map[string]string{label: "true"}},
 				Data: map[string][]byte{testKey: kc}}
@@ -100,7 +89,7 @@ var _ = Describe("Ownership", func() {
 		Eventually(coord.claimCount("own-b")).Should(Equal(1))
 		Eventually(reason("own-a")).Should(Equal(kubeconfigsecret.ReasonNotOwned))
 		Consistently(reason("own-b")).WithTimeout(2 * time.Second).Should(Equal(kubeconfigsecret.ReasonNotOwned))
-		_, err = p.Get(ctx, "own-a")
+		_, err := p.Get(ctx, "own-a")
 		Expect(err).To(MatchError(multicluster.ErrClusterNotFound))
 
 		By("connecting once it owns a cluster")

@@ -11,11 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
@@ -60,15 +56,7 @@ var _ = Describe("Rights re-check", func() {
 		opts := testOptions
 		opts.Label, opts.ControllerName, opts.OnChange = label, "kubeconfigsecret-rules", nil
 		opts.AccessRecheckInterval = 250 * time.Millisecond
-		p, err := kubeconfigsecret.New(opts)
-		Expect(err).NotTo(HaveOccurred())
-		m, err := mcmanager.New(mgmt.Config, p, manager.Options{
-			Cache:   cache.Options{ByObject: opts.CacheByObject()},
-			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(p.SetupWithManager(ctx, m)).To(Succeed())
-		startManager(m)
+		p := startProvider(ctx, opts)
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: "rules-w1", Labels: map[string]string{label: "true"}},
 			Data: map[string][]byte{testKey: kc}}
 		Expect(mgmtC.Create(ctx, sec)).To(Succeed())

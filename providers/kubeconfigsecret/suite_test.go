@@ -141,6 +141,23 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	startManager(mgr)
 }, NodeTimeout(4*time.Minute))
 
+// startProvider runs a provider of its own with opts (a Label and a
+// ControllerName other than the suite's) in a manager of its own, until
+// the current node's cleanup.
+func startProvider(ctx context.Context, opts kubeconfigsecret.Options) *kubeconfigsecret.Provider {
+	GinkgoHelper()
+	p, err := kubeconfigsecret.New(opts)
+	Expect(err).NotTo(HaveOccurred())
+	m, err := mcmanager.New(mgmt.Config, p, manager.Options{
+		Cache:   cache.Options{ByObject: opts.CacheByObject()},
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(p.SetupWithManager(ctx, m)).To(Succeed())
+	startManager(m)
+	return p
+}
+
 // startManager runs m until the current node's cleanup.
 func startManager(m mcmanager.Manager) {
 	mctx, cancel := context.WithCancel(context.Background())
