@@ -153,7 +153,7 @@ var _ = Describe("snapshot pacing", func() {
 		// The clusters are older than a minute, so the newest due time has
 		// passed: every schedule creates its snapshot at once, all ten at
 		// the same moment, and again at every minute after.
-		setBackup := func(suspend bool) {
+		setBackup := func(ctx context.Context, suspend bool) {
 			var wg sync.WaitGroup
 			for _, w := range workloads {
 				wg.Add(1)
@@ -171,8 +171,9 @@ var _ = Describe("snapshot pacing", func() {
 			}
 			wg.Wait()
 		}
-		setBackup(false)
-		DeferCleanup(func() { setBackup(true) })
+		setBackup(ctx, false)
+		// The spec's context is cancelled by the time cleanups run.
+		DeferCleanup(func(ctx SpecContext) { setBackup(ctx, true) })
 
 		By("waiting for every cluster's first scheduled snapshot to complete")
 		waited := map[string]bool{}
@@ -195,7 +196,7 @@ var _ = Describe("snapshot pacing", func() {
 			}
 			g.Expect(pending).To(BeEmpty())
 		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
-		setBackup(true)
+		setBackup(ctx, true)
 		expectPaced(l, len(waited))
 	}, SpecTimeout(6*time.Minute))
 })

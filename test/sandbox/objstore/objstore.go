@@ -80,6 +80,9 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{AccessKey: "etcdfleet-test", SecretKey: "etcdfleet-test-secret", Dir: dir}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	cfg := filepath.Join(dir, "s3.json")
 	if err := writeIdentities(cfg, s.AccessKey, s.SecretKey); err != nil {
 		return nil, err
