@@ -130,14 +130,15 @@ func durationOf(d *metav1.Duration) time.Duration {
 
 // waitDashboardBackups gives the dashboard (it writes each object at most
 // every 2 s) the time to show every cluster's last good backup, so that
-// the table printed next has them; it gives up quietly after 15 s.
+// the table printed next has them (none "never"); it gives up quietly
+// after 15 s.
 func (d *driver) waitDashboardBackups(ctx context.Context) {
 	mgmt := d.fleet.Manager.GetLocalManager().GetClient()
 	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, w := range d.workloads {
 			fc := &fleetv1.FleetCluster{}
 			if err := mgmt.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: w.Name}, fc); err != nil ||
-				fc.Status.OldestLastBackupTime == nil || fc.Status.EtcdClustersBehindBackup != 0 {
+				fc.Status.EtcdClustersNeverBackedUp != 0 || fc.Status.EtcdClustersBehindBackup != 0 {
 				return false, nil
 			}
 		}
