@@ -88,6 +88,9 @@ var _ = Describe("Ownership", func() {
 		Eventually(coord.claimCount("own-a")).Should(Equal(1))
 		Eventually(coord.claimCount("own-b")).Should(Equal(1))
 		Eventually(reason("own-a")).Should(Equal(kubeconfigsecret.ReasonNotOwned))
+		// A registered cluster shows Connecting until the claim's outcome
+		// is recorded, a moment after the claim itself.
+		Eventually(reason("own-b")).Should(Equal(kubeconfigsecret.ReasonNotOwned))
 		Consistently(reason("own-b")).WithTimeout(2 * time.Second).Should(Equal(kubeconfigsecret.ReasonNotOwned))
 		_, err := p.Get(ctx, "own-a")
 		Expect(err).To(MatchError(multicluster.ErrClusterNotFound))
