@@ -29,6 +29,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
@@ -94,6 +95,9 @@ func TestKubeconfigSecret(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "kubeconfigsecret Suite")
 }
+
+// Why each failed spec failed, at the end of the output where CI shows it.
+var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
 
 func crdDir() string {
 	_, file, _, _ := runtime.Caller(0)

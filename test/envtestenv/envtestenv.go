@@ -57,6 +57,10 @@ type Env struct {
 // Start starts the control plane with crdDir (relative to the module root)
 // installed, and builds clients whose Scheme has the built-in kinds plus
 // addToScheme.
+// crdInstallWait bounds the wait for the CRDs to be served (see
+// sandbox.CRDInstallWait, which this package does not import).
+const crdInstallWait = 2 * time.Minute
+
 func Start(crdDir string, addToScheme ...func(*runtime.Scheme) error) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver to test against: " +
@@ -72,6 +76,9 @@ func Start(crdDir string, addToScheme ...func(*runtime.Scheme) error) (*Env, err
 		CRDDirectoryPaths:     []string{filepath.Join(root, crdDir)},
 		ErrorIfCRDPathMissing: true,
 		UseExistingCluster:    &useExisting,
+		// envtest's 10 s suits an idle machine; make test runs this beside
+		// suites that start a dozen apiservers on two cores.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallWait},
 	}
 	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
 		env.ControlPlaneStartTimeout = startTimeout

@@ -60,6 +60,7 @@ func startCluster(ctx context.Context, name string, opts Options, ips *kubelet.I
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: opts.AssetsDir, CRDDirectoryPaths: opts.CRDDirs, ErrorIfCRDPathMissing: true,
 		ControlPlaneStartTimeout: opts.StartTimeout, ControlPlaneStopTimeout: 30 * time.Second,
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: CRDInstallWait},
 	}
 	if opts.Audit {
 		policy, err := writeAuditPolicy(c.Dir)

@@ -52,6 +52,13 @@ type Options struct {
 // a fair share of two cores.
 const DefaultStartConcurrency = 4
 
+// CRDInstallWait bounds the wait for a new apiserver to serve the CRDs
+// installed on it. envtest's default, 10 s, suits one apiserver on an
+// idle machine; a suite starting a dozen on two cores while another suite
+// runs has taken longer (the pacing suite, at a load average of 50). It
+// bounds a failure and is not a figure any test measures.
+const CRDInstallWait = 2 * time.Minute
+
 func (o *Options) setDefaults() (cleanup func(), err error) {
 	cleanup = func() {}
 	if o.StartConcurrency <= 0 {

@@ -149,7 +149,7 @@ func (f *LiteFleet) startLite(name string, i int, path string, knobs LiteKnobs, 
 	}
 	// What envtest's AuthenticatedUser.Config adds: where and whom to trust.
 	cfg.Host, cfg.CAData = api.SecureServing.URL("https", "/").String(), api.SecureServing.CA
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crdDirs, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crdDirs, ErrorIfPathMissing: true, MaxTime: CRDInstallWait}); err != nil {
 		return api, nil, fmt.Errorf("install CRDs: %w", err)
 	}
 	c := &LiteCluster{Name: name, Config: cfg, PID: pidWithArg("--etcd-prefix=" + prefix)}

@@ -12,6 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
@@ -24,6 +25,9 @@ func TestSandbox(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Sandbox Suite")
 }
+
+// Why each failed spec failed, at the end of the output where CI shows it.
+var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))

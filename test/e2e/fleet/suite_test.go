@@ -71,6 +71,9 @@ func TestFleet(t *testing.T) {
 	RunSpecs(t, "fleet e2e Suite")
 }
 
+// Why each failed spec failed, at the end of the output where CI shows it.
+var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+
 // managerConfig is settings.Default() with timings shortened for the test.
 func managerConfig() settings.Config {
 	c := e2eutil.ManagerConfig(secretNS)
@@ -129,14 +132,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	fm, err = app.New(sb.Cluster("mgmt").Config, managerConfig())
 	Expect(err).NotTo(HaveOccurred())
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fm.Start(mctx) }()
+	stopFleetManager := e2eutil.RunFleetManager(fm)
 	states = recordStates(context.Background(), 20*time.Millisecond)
 	stopSuiteManager = sync.OnceFunc(func() {
 		suiteManagerStopped = true
-		cancel()
-		Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
+		stopFleetManager()
 	})
 	// Registered after the sandbox's cleanup, so it runs first.
 	DeferCleanup(func() { stopSuiteManager() })

@@ -37,6 +37,9 @@ func TestMemberctl(t *testing.T) {
 	RunSpecs(t, "memberctl e2e Suite")
 }
 
+// Why each failed spec failed, at the end of the output where CI shows it.
+var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+
 func crdDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "workload")

@@ -6,7 +6,6 @@
 package pacing_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -61,6 +60,9 @@ func TestPacing(t *testing.T) {
 	RunSpecs(t, "snapshot pacing e2e Suite")
 }
 
+// Why each failed spec failed, at the end of the output where CI shows it.
+var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+
 // managerConfig is settings.Default() with the snapshot concurrency under
 // test. Starts are spaced 100 ms apart, so that the spacing never hides
 // the concurrency limit: ten snapshots asked at once would all start
@@ -104,13 +106,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(mgmtC.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNS}})).To(Succeed())
 	fm, err := app.New(sb.Cluster("mgmt").Config, managerConfig())
 	Expect(err).NotTo(HaveOccurred())
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fm.Start(mctx) }()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
-	})
+	DeferCleanup(e2eutil.RunFleetManager(fm))
 
 	for _, w := range workloads {
 		wc[w], err = client.NewWithWatch(sb.Cluster(w).Config, client.Options{Scheme: app.Scheme()})
