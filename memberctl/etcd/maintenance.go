@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // DefragmentTimeout bounds one Defragment call. etcd rewrites the live part
@@ -21,6 +24,11 @@ const DefragmentTimeout = 45 * time.Second
 type Maintainer interface {
 	// Defragment rewrites the database of the member at endpoint.
 	Defragment(ctx context.Context, t Target, endpoint string) error
+	// DisarmNoSpace clears the cluster's NOSPACE alarms and returns how
+	// many it cleared. etcd refuses writes while one is raised, even once a
+	// defragmentation has brought the database back under its quota; if it
+	// is still over, the next write raises the alarm again.
+	DisarmNoSpace(ctx context.Context, t Target) (int, error)
 }
 
 var _ Maintainer = (*Ops)(nil)
@@ -37,4 +45,32 @@ func (o *Ops) Defragment(ctx context.Context, t Target, endpoint string) error {
 		return fmt.Errorf("defragment %s: %w", endpoint, err)
 	}
 	return nil
+}
+
+// DisarmNoSpace implements Maintainer. Each alarm is disarmed by member,
+// as listed: disarming "every alarm" would also clear a CORRUPT one,
+// which must stay until someone has looked at the member.
+func (o *Ops) DisarmNoSpace(ctx context.Context, t Target) (int, error) {
+	c, err := o.client(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	// A disarm is a raft proposal, like a membership change.
+	ctx, cancel := context.WithTimeout(ctx, changeTimeout)
+	defer cancel()
+	resp, err := c.AlarmList(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("alarm list: %w", err)
+	}
+	n := 0
+	for _, a := range resp.Alarms {
+		if a.Alarm != etcdserverpb.AlarmType_NOSPACE {
+			continue
+		}
+		if _, err := c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: a.Alarm}); err != nil {
+			return n, fmt.Errorf("disarm the NOSPACE alarm of member %016x: %w", a.MemberID, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -43,6 +43,11 @@
 //     the leader is last even when leadership moved during the run.
 //   - One EtcdDefrag per cluster runs at a time: the oldest unfinished one
 //     goes first, the others wait.
+//   - Once every member is done, a run that defragmented one disarms the
+//     cluster's NOSPACE alarms (only those: CORRUPT waits for a human) when
+//     a member reports one: etcd refuses writes until then, however much
+//     space is free. A cluster still over its quota raises it again at
+//     the next write, which is what etcd would do anyway.
 //   - A failed Defragment call (etcd.DefragmentTimeout bounds it) fails
 //     the EtcdDefrag for good; the members after it are left alone.
 //   - The schedule keeps no state of its own: the newest EtcdDefrag
@@ -53,9 +58,10 @@
 //     beyond historyLimit are deleted, oldest first. Scheduled EtcdDefrags
 //     are controlled by their EtcdCluster and go with it.
 //   - Events: MemberDefragmented, MemberSkipped, DefragFailed (Warning),
-//     Defragmented on the EtcdDefrag; InvalidDefragSchedule (Warning) on
-//     the EtcdCluster. Metrics: etcdfleet_defrag_* per EtcdCluster
-//     (metrics.go); ForgetCluster drops a disengaged cluster's series.
+//     Defragmented, NoSpaceAlarmDisarmed on the EtcdDefrag;
+//     InvalidDefragSchedule (Warning) on the EtcdCluster. Metrics:
+//     etcdfleet_defrag_* per EtcdCluster (metrics.go); ForgetCluster drops
+//     a disengaged cluster's series.
 //
 // # Trade-offs
 //

@@ -123,12 +123,28 @@ func membershipDiffers(all []v1alpha1.EtcdMember, list []etcd.Member) string {
 func blockingErrors(errs []string) []string {
 	var out []string
 	for _, e := range errs {
-		if !strings.Contains(e, "NOSPACE") {
+		if !isNoSpace(e) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
+
+// noSpace reports whether a member reports a NOSPACE alarm.
+func (v *view) noSpace() bool {
+	for _, m := range v.members {
+		for _, e := range m.status.Errors {
+			if isNoSpace(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isNoSpace reports whether e, one of a member's status errors, is a
+// NOSPACE alarm (etcd lists each alarm as "memberID:<id> alarm:NOSPACE").
+func isNoSpace(e string) bool { return strings.Contains(e, "NOSPACE") }
 
 // agreeOnLeader sets the leader every member names, or says why there is
 // none.

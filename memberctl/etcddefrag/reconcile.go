@@ -103,7 +103,11 @@ func (st *run) step(ctx context.Context) (ctrl.Result, error) {
 	}
 	m, role := v.next(func(name string) bool { return d.Status.Result(name) != nil })
 	if m == nil {
-		st.complete()
+		disarmed, err := st.disarmNoSpace(ctx, v)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		st.complete(disarmed)
 		return ctrl.Result{}, nil
 	}
 	if d.Status.Phase == v1alpha1.DefragPending {
@@ -206,11 +210,36 @@ func (st *run) wait(why string) (ctrl.Result, error) {
 	return ctrl.Result{RequeueAfter: st.o.Requeue}, nil
 }
 
-func (st *run) complete() {
+// disarmNoSpace clears the cluster's NOSPACE alarms once this run has
+// defragmented a member and a member still reports one: the space is
+// free, but etcd refuses writes until the alarm is disarmed. A cluster
+// still over its quota raises it again at the next write. It returns how
+// many alarms it cleared.
+func (st *run) disarmNoSpace(ctx context.Context, v *view) (int, error) {
+	if st.d.Status.Defragmented == 0 || !v.noSpace() {
+		return 0, nil
+	}
+	maint, ok := st.cl.Etcd.(etcd.Maintainer)
+	if !ok {
+		return 0, nil
+	}
+	n, err := maint.DisarmNoSpace(ctx, v.target)
+	if err != nil {
+		return 0, err
+	}
+	st.cl.Recorder.Eventf(st.d, corev1.EventTypeNormal, v1alpha1.ReasonNoSpaceDisarmed,
+		"the NOSPACE alarm of %d members was disarmed: etcd takes writes again", n)
+	return n, nil
+}
+
+func (st *run) complete(disarmed int) {
 	d := st.d
-	st.finish(v1alpha1.DefragComplete, metav1.ConditionTrue, v1alpha1.ReasonDefragDone,
-		fmt.Sprintf("%d members defragmented, %d skipped, %d bytes reclaimed", d.Status.Defragmented,
-			len(d.Status.Members)-int(d.Status.Defragmented), d.Status.ReclaimedBytes))
+	msg := fmt.Sprintf("%d members defragmented, %d skipped, %d bytes reclaimed", d.Status.Defragmented,
+		len(d.Status.Members)-int(d.Status.Defragmented), d.Status.ReclaimedBytes)
+	if disarmed > 0 {
+		msg += fmt.Sprintf("; NOSPACE alarm disarmed on %d members", disarmed)
+	}
+	st.finish(v1alpha1.DefragComplete, metav1.ConditionTrue, v1alpha1.ReasonDefragDone, msg)
 	st.cl.Recorder.Eventf(d, corev1.EventTypeNormal, v1alpha1.ReasonDefragDone, "%s", meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady).Message)
 }
 

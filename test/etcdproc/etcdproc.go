@@ -25,11 +25,12 @@ type Member struct {
 
 // Start runs etcd named name with its data in dataDir (used as it is: a
 // restored one keeps its cluster) and token as --initial-cluster-token,
-// stopped when the test ends. It skips the test without KUBEBUILDER_ASSETS.
-func Start(t *testing.T, dataDir, name, token string) Member {
+// stopped when the test ends, with extraArgs after its own flags (e.g.
+// --quota-backend-bytes). It skips the test without KUBEBUILDER_ASSETS.
+func Start(t *testing.T, dataDir, name, token string, extraArgs ...string) Member {
 	t.Helper()
 	m := Reserve(t, name)
-	StartAt(t, m, dataDir, name, token)
+	StartAt(t, m, dataDir, name, token, extraArgs...)
 	return m
 }
 
@@ -53,12 +54,13 @@ func Reserve(t *testing.T, name string) Member {
 }
 
 // StartAt runs etcd for a Reserved member.
-func StartAt(t *testing.T, m Member, dataDir, name, token string) {
+func StartAt(t *testing.T, m Member, dataDir, name, token string, extraArgs ...string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcd"), "--name="+name, "--data-dir="+dataDir,
-		"--listen-client-urls="+m.ClientURL, "--advertise-client-urls="+m.ClientURL,
-		"--listen-peer-urls="+m.PeerURL, "--initial-advertise-peer-urls="+m.PeerURL,
-		"--initial-cluster="+m.InitialCluster, "--initial-cluster-token="+token)
+	args := append([]string{"--name=" + name, "--data-dir=" + dataDir,
+		"--listen-client-urls=" + m.ClientURL, "--advertise-client-urls=" + m.ClientURL,
+		"--listen-peer-urls=" + m.PeerURL, "--initial-advertise-peer-urls=" + m.PeerURL,
+		"--initial-cluster=" + m.InitialCluster, "--initial-cluster-token=" + token}, extraArgs...)
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "etcd"), args...)
 	log, err := os.Create(dataDir + ".log")
 	if err != nil {
 		t.Fatal(err)

@@ -232,6 +232,10 @@ const (
 	ReasonDefragFailed = "DefragFailed"
 	// ReasonDefragDone (Ready=True, Complete).
 	ReasonDefragDone = "Defragmented"
+	// ReasonNoSpaceDisarmed (Normal Event on the EtcdDefrag): the run freed
+	// space and cleared the cluster's NOSPACE alarms, so etcd takes writes
+	// again.
+	ReasonNoSpaceDisarmed = "NoSpaceAlarmDisarmed"
 	// ReasonInvalidDefragSchedule (Warning Event on the EtcdCluster):
 	// spec.defrag.cron does not parse.
 	ReasonInvalidDefragSchedule = "InvalidDefragSchedule"
