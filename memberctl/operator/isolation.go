@@ -125,8 +125,8 @@ func (s *clusterSlots) source() source.TypedSource[mcreconcile.Request] {
 // NewClientWithTimeout returns a NewClient for cluster.Options whose API
 // calls each end after timeout (DefaultRequestTimeout when 0). Only the
 // client's own HTTP client gets the timeout: the cache's watches run
-// longer by design and keep the cluster's (rest.Config.Timeout cuts every
-// request at it, watches included). Both clients share one transport
+// longer by design (rest.Config.Timeout would cut every request at it,
+// watches included). Both clients share one transport
 // (client-go caches it by TLS configuration), so no connection is added.
 func NewClientWithTimeout(timeout time.Duration) client.NewClientFunc {
 	if timeout <= 0 {

@@ -220,8 +220,8 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 		return nil, classify(err, "kubeconfig", red)
 	}
 	// Timeout bounds the calls that ignore contexts (discovery, RESTMapper)
-	// against a server that accepts connections but never answers; it is
-	// 30s, not 5s, because client-go cuts every watch at this timeout too.
+	// against a server that accepts connections but never answers. The
+	// cache's watches do without it (cacheHTTPClient).
 	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
 	cfg.UserAgent = userAgent("controllers")
 	if o.Prepare != nil {
@@ -243,7 +243,11 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 	if f := c.claimIdentity(actx, cfg, red); f != nil {
 		return nil, f
 	}
-	cl, err := cluster.New(ccfg, clusterOptions(o.ClusterOptions, spec.namespaces)...)
+	cacheHC, err := cacheHTTPClient(ccfg)
+	if err != nil {
+		return nil, classify(err, "cache client", red)
+	}
+	cl, err := cluster.New(ccfg, append(clusterOptions(o.ClusterOptions, spec.namespaces), withCacheHTTPClient(cacheHC))...)
 	if err != nil {
 		return nil, classify(err, "create cluster", red)
 	}

@@ -108,9 +108,9 @@ type Options struct {
 	// RESTTimeout is rest.Config.Timeout of the workload clients (default
 	// 30s). Without one, a server that accepts connections but never answers
 	// hangs requests that ignore contexts (discovery, RESTMapper) forever.
-	// It must not be short: client-go applies it to watch requests too, so
-	// every watch is cut and re-opened at this interval (5s measured: a new
-	// watch every ~5s per informer per cluster).
+	// The cluster's cache does without it: client-go applies it to watches
+	// too, and would cut every informer's watch at this interval. Its
+	// lists and watches end with the engagement instead.
 	RESTTimeout time.Duration
 	// PreflightTimeout bounds the pre-flight (server version plus access
 	// checks) of one connection attempt (default 10s).
