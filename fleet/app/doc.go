@@ -78,8 +78,9 @@
 //     timeouts below only bound how long each held worker stays held.
 //   - Clusters.RequestTimeout ends each API call of the reconcilers' client
 //     (operator.NewClientWithTimeout as the cluster's NewClient). The
-//     provider's rest.Config.Timeout stays 30 s because client-go cuts
-//     watches at it too; the caches keep that one.
+//     provider's rest.Config.Timeout (30 s) bounds what ignores contexts;
+//     the caches' watches do without it, since client-go would cut them
+//     at it, and end with the engagement instead.
 //   - ReconcileTimeout (controller-runtime's ReconciliationTimeout) ends a
 //     reconcile's context, for reconciles that chain many slow calls.
 //

@@ -218,8 +218,9 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 			o.Cache.ByObject = operator.CacheByObject()
 			o.Client.Cache = &client.CacheOptions{DisableFor: operator.UncachedObjects()}
 			// Each API call of the reconcilers is bounded on its own, well
-			// below the 30 s that the provider's config gives the watches
-			// too (see fleet/app's doc: isolation of clusters).
+			// below the provider's 30 s RESTTimeout, which the cache's
+			// watches do without (see fleet/app's doc: isolation of
+			// clusters).
 			o.NewClient = operator.NewClientWithTimeout(c.Clusters.RequestTimeout)
 		}},
 		Scheme:       sharedScheme(),

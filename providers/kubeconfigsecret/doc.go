@@ -102,8 +102,10 @@
 //
 // The owner parses the kubeconfig with clientcmd and sets the clients'
 // QPS, Burst and Timeout (30s: a timeout bounds calls that ignore contexts
-// against a server that accepts connections but never answers, and client-go
-// also cuts watches at it, so it cannot be a few seconds). Then, under
+// against a server that accepts connections but never answers). The
+// cluster's cache gets an HTTP client without the Timeout, since client-go
+// would cut every watch at it; its lists and watches end with the
+// engagement context instead. Then, under
 // PreflightTimeout, it asks for the server version and one
 // SelfSubjectAccessReview per permission. Only then does it build the
 // cluster.Cluster, start it, and sync the informers of WatchedKinds under
