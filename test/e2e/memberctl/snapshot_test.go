@@ -14,9 +14,11 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
@@ -134,6 +136,51 @@ var _ = Describe("EtcdSnapshot", Ordered, func() {
 		Expect(ready.Message).To(ContainSubstring("store snapshot"), "the agent's own error reaches the condition")
 		Expect(s.Status.Artifact).To(BeNil())
 	}, SpecTimeout(3*time.Minute))
+
+	It("says BackupFailed on the EtcdCluster when a scheduled snapshot fails, with the agent's error, and OnSchedule once the next one completes", func(ctx SpecContext) {
+		c := clients[cluster]
+		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wrong-sched"},
+			StringData: map[string]string{agent.AccessKeyIDKey: "nobody", agent.SecretAccessKeyKey: "wrong"}})).To(Succeed())
+		ec := &v1alpha1.EtcdCluster{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		patch := client.MergeFrom(ec.DeepCopy())
+		ec.Spec.Backup = &v1alpha1.BackupSpec{Interval: &metav1.Duration{Duration: 10 * time.Second},
+			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: s3.Endpoint, Bucket: "backups", Key: "sched",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "wrong-sched"}}}}
+		Expect(c.Patch(ctx, ec, patch)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+			patch := client.MergeFrom(ec.DeepCopy())
+			ec.Spec.Backup = nil
+			Expect(c.Patch(ctx, ec, patch)).To(Succeed())
+		})
+		backedUp := func(g Gomega) *metav1.Condition {
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+			cond := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionBackedUp)
+			g.Expect(cond).NotTo(BeNil())
+			return cond
+		}
+		Eventually(func(g Gomega) {
+			cond := backedUp(g)
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse), "%+v", cond)
+			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonBackupFailed))
+			g.Expect(cond.Message).To(And(ContainSubstring("scheduled snapshot "+name+"-"), ContainSubstring("store snapshot")),
+				"names the snapshot and carries the agent's error")
+		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		By("giving the schedule working credentials: the next run completes")
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		patch = client.MergeFrom(ec.DeepCopy())
+		ec.Spec.Backup.Location.S3.CredentialsSecretRef.Name = "s3"
+		Expect(c.Patch(ctx, ec, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cond := backedUp(g)
+			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "%+v", cond)
+			g.Expect(cond.Reason).To(Equal(v1alpha1.ReasonBackupOnSchedule))
+			g.Expect(ec.Status.Backup).NotTo(BeNil())
+			g.Expect(ec.Status.Backup.LastSuccessfulTime).NotTo(BeNil())
+		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	}, SpecTimeout(6*time.Minute))
 })
 
 func sha256Hex(b []byte) string {
