@@ -157,12 +157,20 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	sa := saClientset(ctx, t, w1, saNS, saName)
 	good := memberPod(adm, "adm-0")
 	// The policies and their params reach the apiserver's admission
-	// informers asynchronously: wait until a foreign image is refused.
-	eventually(ctx, t, 30*time.Second, "the admission policy is enforced", func() error {
+	// informers asynchronously, each policy on its own: wait until each
+	// refuses one escalation (a foreign image; a Secret no EtcdCluster
+	// names). CI once saw the Secrets policy still admit after the other
+	// already refused.
+	eventually(ctx, t, 30*time.Second, "the admission policies are enforced", func() error {
 		p := good.DeepCopy()
 		p.Spec.Containers[0].Image = "docker.io/library/busybox:1"
 		if err := dryRunCreate(ctx, sa, p); err == nil {
 			return fmt.Errorf("a foreign image is still admitted")
+		}
+		p = good.DeepCopy()
+		p.Spec.Volumes[1].Secret.SecretName = "cloud-credentials"
+		if err := dryRunCreate(ctx, sa, p); err == nil {
+			return fmt.Errorf("a Secret no EtcdCluster names is still admitted")
 		}
 		return nil
 	})
