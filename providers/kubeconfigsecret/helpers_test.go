@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"math/big"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -183,4 +184,21 @@ func serviceAccount(ctx context.Context, c *sandbox.Cluster, ns, name, clusterRo
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
 	}, metav1.CreateOptions{})
 	Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+}
+
+// auditedBy returns, from w1's audit log, the requests ServiceAccount
+// ns/sa sent in [from, to) with the given verb, counted by path (query
+// left out).
+func auditedBy(ns, sa, verb string, from, to time.Time) map[string]int {
+	GinkgoHelper()
+	evs, err := w1.Audit(from, to)
+	Expect(err).NotTo(HaveOccurred())
+	out := map[string]int{}
+	for _, e := range evs {
+		if e.User.Username == "system:serviceaccount:"+ns+":"+sa && e.Verb == verb {
+			path, _, _ := strings.Cut(e.RequestURI, "?")
+			out[path]++
+		}
+	}
+	return out
 }

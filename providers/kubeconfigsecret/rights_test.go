@@ -72,18 +72,12 @@ var _ = Describe("Rights re-check", func() {
 		reviews := func(from, to time.Time) (rules, access int) {
 			GinkgoHelper()
 			time.Sleep(500 * time.Millisecond) // requests of the window still completing
-			evs, err := w1.Audit(from, to)
-			Expect(err).NotTo(HaveOccurred())
-			for _, e := range evs {
-				if e.User.Username != "system:serviceaccount:"+ns+":"+sa || e.Verb != "create" {
-					continue
-				}
-				path, _, _ := strings.Cut(e.RequestURI, "?")
+			for path, n := range auditedBy(ns, sa, "create", from, to) {
 				switch {
 				case strings.HasSuffix(path, "/selfsubjectrulesreviews"):
-					rules++
+					rules += n
 				case strings.HasSuffix(path, "/selfsubjectaccessreviews"):
-					access++
+					access += n
 				}
 			}
 			return rules, access

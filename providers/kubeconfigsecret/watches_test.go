@@ -3,7 +3,6 @@ package kubeconfigsecret_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -37,21 +36,8 @@ var _ = Describe("Watches", func() {
 		from := time.Now()
 		time.Sleep(window)
 		time.Sleep(500 * time.Millisecond) // requests of the window still being logged
-		watches := func(from, to time.Time) map[string]int {
-			GinkgoHelper()
-			evs, err := w1.Audit(from, to)
-			Expect(err).NotTo(HaveOccurred())
-			perResource := map[string]int{}
-			for _, e := range evs {
-				if e.User.Username == "system:serviceaccount:"+ns+":"+sa && e.Verb == "watch" {
-					path, _, _ := strings.Cut(e.RequestURI, "?")
-					perResource[path]++
-				}
-			}
-			return perResource
-		}
-		Expect(watches(registered, from)).NotTo(BeEmpty(), "the informers' first watches, opened when the cluster was engaged")
-		perResource := watches(from, from.Add(window))
+		Expect(auditedBy(ns, sa, "watch", registered, from)).NotTo(BeEmpty(), "the informers' first watches, opened when the cluster was engaged")
+		perResource := auditedBy(ns, sa, "watch", from, from.Add(window))
 		AddReportEntry(fmt.Sprintf("watches opened in %s with RESTTimeout %s", window, restTimeout), fmt.Sprint(perResource))
 		for path, n := range perResource {
 			// One is allowed: an informer a controller starts late.
