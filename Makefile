@@ -18,6 +18,10 @@ TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
                   KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM) \
                   SEAWEEDFS_BINARY="$$(test/tools/seaweedfs.sh)"
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
+# CI shows the end of make test's output, where Ginkgo names a failed spec
+# but not why: the test target repeats each e2eutil.PrintFailures block
+# (its first FAILURE_LINES lines) last.
+FAILURE_LINES  ?= 12
 export GOFLAGS ?= -buildvcs=false
 
 .DEFAULT_GOAL := help
@@ -67,8 +71,12 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	  echo "binaries: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); test/tools/seaweedfs.sh >/dev/null; \
 	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
-	@start=$$(date +%s); $(TEST_ENV) go test $(GO_TEST_FLAGS) ./...; \
-	  echo "tests: $$(( $$(date +%s) - start ))s"
+	@start=$$(date +%s); log=$$(mktemp); rc=0; \
+	  $(TEST_ENV) go test $(GO_TEST_FLAGS) ./... 2>&1 | tee $$log || rc=$$?; \
+	  echo "tests: $$(( $$(date +%s) - start ))s"; \
+	  if [ $$rc -ne 0 ]; then echo "--- why the failed specs failed (e2eutil.PrintFailures; full output above) ---"; \
+	    grep -A$(FAILURE_LINES) '^FAILED: ' $$log | cut -c1-240 || true; fi; \
+	  rm -f $$log; exit $$rc
 	@start=$$(date +%s); $(MAKE) --no-print-directory test-e2e-shard; \
 	  echo "sharding e2e: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); $(MAKE) --no-print-directory fuzz; \

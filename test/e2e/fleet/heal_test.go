@@ -3,6 +3,8 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +134,26 @@ func memberIDs(ctx context.Context, names ...string) map[string]map[string]strin
 		}
 	}
 	return out
+}
+
+// expectSameMembers fails unless every etcd cluster in want still has
+// the same members with the same IDs. The message names what changed,
+// with the etcd cluster's Warning Events: a reconciler that replaced a
+// member said why there.
+func expectSameMembers(ctx context.Context, want map[string]map[string]string) {
+	GinkgoHelper()
+	var changed []string
+	for _, key := range sortedKeys(want) {
+		w, n, _ := strings.Cut(key, "/")
+		now := e2eutil.MemberIDs(ctx, wc[w], etcdNS, n)
+		if !maps.Equal(now, want[key]) {
+			changed = append(changed, fmt.Sprintf("%s: members were %v, are %v; its Warning Events:%s",
+				key, want[key], now, e2eutil.WarningEvents(ctx, wc[w], etcdNS, n)))
+		}
+	}
+	if len(changed) > 0 {
+		Fail("a member was replaced by a new one with a new ID, not on its own PVC:\n" + strings.Join(changed, "\n"))
+	}
 }
 
 // expectKeys reads every key back from every EtcdCluster of the clusters.

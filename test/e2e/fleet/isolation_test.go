@@ -122,7 +122,7 @@ func isolationSpecs() {
 		waitHealed(ctx, rebootAt, before, 3*time.Minute, hung, forbidden)
 		load.StopAndCheck()
 		expectKeys(ctx, workloads...)
-		Expect(memberIDs(ctx, workloads...)).To(Equal(ids))
+		expectSameMembers(ctx, ids)
 	}, SpecTimeout(6*time.Minute))
 }
 

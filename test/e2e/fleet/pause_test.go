@@ -54,7 +54,7 @@ func pauseSpecs() {
 		load.StopAndCheck()
 		AddReportEntry("heal time after unpausing the cluster", durations(h))
 		expectKeys(ctx, workloads...)
-		Expect(memberIDs(ctx, workloads...)).To(Equal(ids))
+		expectSameMembers(ctx, ids)
 		expectRow(ctx, paused, fleetv1.ConditionPaused, metav1.ConditionFalse)
 	}, SpecTimeout(5*time.Minute))
 
@@ -95,6 +95,6 @@ func pauseSpecs() {
 		AddReportEntry("heal time after unpausing the Fleet", durations(healed))
 		load.StopAndCheck()
 		expectKeys(ctx, workloads...)
-		Expect(memberIDs(ctx, workloads...)).To(Equal(ids))
+		expectSameMembers(ctx, ids)
 	}, SpecTimeout(5*time.Minute))
 }

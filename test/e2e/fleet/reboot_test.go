@@ -60,7 +60,7 @@ func rebootSpecs() {
 
 			By("finding every key and the same member IDs")
 			expectKeys(ctx, workloads...)
-			Expect(memberIDs(ctx, workloads...)).To(Equal(ids))
+			expectSameMembers(ctx, ids)
 
 			By("counting one delete per terminal Pod, as the apiservers saw it")
 			phases := map[corev1.PodPhase]int{}

@@ -70,7 +70,7 @@ func badSecretSpecs() {
 		load.StopAndCheck()
 		AddReportEntry("w1 heal time beside 3 bad Secrets", durations(healed))
 		expectKeys(ctx, "w1")
-		Expect(memberIDs(ctx, "w1")).To(Equal(ids))
+		expectSameMembers(ctx, ids)
 		Expect(logs["w1"].Count(watch.Deleted)).To(HaveLen(len(before["w1"])))
 		for _, e := range states.since("w1", markAt) {
 			Expect(e.Connected).To(BeTrue(), "w1 dropped at %s: %+v", e.At, e)
@@ -128,7 +128,7 @@ func rotationSpecs() {
 		AddReportEntry("heal time with a token rotation mid-heal", fmt.Sprintf("%s (re-engaged %s after the rotation)",
 			durations(healed), (states.connectedAt(w, rotateAt.Add(time.Millisecond)).Sub(rotateAt)).Round(10*time.Millisecond)))
 		expectKeys(ctx, w)
-		Expect(memberIDs(ctx, w)).To(Equal(ids))
+		expectSameMembers(ctx, ids)
 		for name, n := range logs[w].Count(watch.Deleted) {
 			Expect(n).To(Equal(1), "Pod %s deleted %d times", name, n)
 		}
