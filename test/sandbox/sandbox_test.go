@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
@@ -172,6 +173,32 @@ var _ = Describe("the simulated kubelet", func() {
 			g.Expect(cs.State.Running).NotTo(BeNil())
 			g.Expect(podReady(p)).To(BeTrue())
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	}, SpecTimeout(time.Minute))
+
+	It("kills a container that fails liveness only after the probe's own initial delay, not the compressed one", func(ctx SpecContext) {
+		s2 := fleet.Cluster("s2")
+		ec := newEtcdCluster("liveness", "live", 1, true)
+		p := ec.pod(ec.members[0], "new")
+		// A port nothing listens on: the probe fails from the start.
+		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(2390)}},
+			InitialDelaySeconds: 4, PeriodSeconds: 1, FailureThreshold: 1,
+		}
+		_, _ = s2.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ec.ns}}, metav1.CreateOptions{})
+		_, err := s2.Clientset.CoreV1().Pods(ec.ns).Create(ctx, p, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		restarts := func(g Gomega) int32 {
+			got, err := s2.Clientset.CoreV1().Pods(ec.ns).Get(ctx, p.Name, metav1.GetOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.Status.ContainerStatuses).To(HaveLen(1))
+			g.Expect(got.Status.ContainerStatuses[0].State.Running).NotTo(BeNil())
+			return got.Status.ContainerStatuses[0].RestartCount
+		}
+		Eventually(restarts).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeZero())
+		By("not killing it within the initial delay (readiness's cap, 0.5 s, would have)")
+		Consistently(restarts).WithContext(ctx).WithTimeout(2 * time.Second).WithPolling(100 * time.Millisecond).Should(BeZero())
+		By("killing it once the delay is over")
+		Eventually(restarts).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 1))
 	}, SpecTimeout(time.Minute))
 
 	It("fails admission on a node told to, with UnexpectedAdmissionError", func(ctx SpecContext) {

@@ -42,8 +42,10 @@
 //   - Arguments of etcd containers are rewritten: listen URLs bind the Pod
 //     IP (every member uses the same ports), and container paths under a
 //     volume mount point at the host directory backing it.
-//   - Probes run at the Pod's own period, capped by Options.MaxProbePeriod
-//     so tests do not wait real-world seconds.
+//   - Readiness probes run at the Pod's own period, capped by
+//     Options.MaxProbePeriod so tests do not wait real-world seconds.
+//     Liveness probes keep the Pod's own timings: compressed, they killed
+//     etcd that a loaded machine started more slowly than that.
 //
 // # Trade-offs
 //

@@ -46,7 +46,8 @@ type Options struct {
 	// 10 s and 5 min; tests want short ones).
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
-	// MaxProbePeriod caps probe periods and initial delays.
+	// MaxProbePeriod caps readiness probes' periods and initial delays;
+	// liveness probes keep the Pod's own (see livenessCap).
 	MaxProbePeriod time.Duration
 	// ClusterDomain is the DNS suffix (default cluster.local).
 	ClusterDomain string

@@ -30,7 +30,7 @@ func (c *container) probe(now time.Time) {
 	if !running {
 		return
 	}
-	if p := c.spec.ReadinessProbe; p != nil && c.due(&c.readiness, p, started, now) {
+	if p := c.spec.ReadinessProbe; p != nil && c.due(&c.readiness, p, started, now, c.w.k.opts.MaxProbePeriod) {
 		ok := c.w.check(p, c.spec)
 		c.mu.Lock()
 		if c.record(&c.readiness, p, ok) {
@@ -38,7 +38,7 @@ func (c *container) probe(now time.Time) {
 		}
 		c.mu.Unlock()
 	}
-	if p := c.spec.LivenessProbe; p != nil && c.due(&c.liveness, p, started, now) {
+	if p := c.spec.LivenessProbe; p != nil && c.due(&c.liveness, p, started, now, livenessCap) {
 		ok := c.w.check(p, c.spec)
 		c.mu.Lock()
 		kill := c.record(&c.liveness, p, ok) && !ok
@@ -50,10 +50,17 @@ func (c *container) probe(now time.Time) {
 	}
 }
 
+// livenessCap leaves liveness probes at the Pod's own initial delay and
+// period. Compressed like readiness (0.5 s), a TCP liveness probe gave a
+// restarting etcd 1.5 s to bind its peer port; on a loaded machine it
+// took longer, was killed five times in a row, and the operator rightly
+// replaced the member as crash-looping, with a new member ID, in the middle
+// of a heal that must keep every ID. No spec waits on a liveness kill.
+const livenessCap = time.Duration(1<<63 - 1)
+
 // due reports whether a probe should run now, and schedules the next run.
-// Periods and initial delays are capped by Options.MaxProbePeriod.
-func (c *container) due(s *probeState, p *corev1.Probe, started, now time.Time) bool {
-	capD := c.w.k.opts.MaxProbePeriod
+// Periods and initial delays are capped by capD.
+func (c *container) due(s *probeState, p *corev1.Probe, started, now time.Time, capD time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.next.IsZero() {
