@@ -4,31 +4,61 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
-// quorumLostCached reports, from the cached members, whether fewer than a
-// majority of the etcd cluster's voters are Ready. It only orders the
-// shared gate's queue for terminal Pods, so a cached view is good enough.
+// quorumLostCached reports, from the cache, whether fewer than a majority
+// of the etcd cluster's voters are up: Ready, and with a cached Pod that
+// is running and ready. It only orders the shared gate's queue for
+// terminal Pods, so a cached view is good enough. The Pods are read too
+// because the members' Ready conditions lag: each is written by its own
+// member's reconcile, which under load comes seconds after the Pod went
+// terminal, and until then a cluster that lost quorum would queue behind
+// the clusters that said so first.
 func (s *run) quorumLostCached(ctx context.Context) (bool, error) {
 	members, err := etcd.Members(ctx, s.cl.Client, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
 		return false, err
 	}
-	voters, ready := 0, 0
+	voters, up := 0, 0
 	for i := range members {
 		if !members[i].Status.IsVoter {
 			continue
 		}
 		voters++
-		if meta.IsStatusConditionTrue(members[i].Status.Conditions, v1alpha1.ConditionReady) {
-			ready++
+		if !meta.IsStatusConditionTrue(members[i].Status.Conditions, v1alpha1.ConditionReady) {
+			continue
+		}
+		serving, err := s.podServing(ctx, &members[i])
+		if err != nil {
+			return false, err
+		}
+		if serving {
+			up++
 		}
 	}
-	return !etcd.HasQuorum(ready, voters), nil
+	return !etcd.HasQuorum(up, voters), nil
+}
+
+// podServing: the member's cached Pod exists, is not terminal or being
+// deleted, and is ready.
+func (s *run) podServing(ctx context.Context, m *v1alpha1.EtcdMember) (bool, error) {
+	p := &corev1.Pod{}
+	err := s.cl.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, p)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return p.DeletionTimestamp == nil && !pod.IsTerminal(p) && pod.IsReady(p), nil
 }
 
 // quorumView is the etcd cluster's quorum as seen live at decision time:

@@ -102,6 +102,26 @@ var _ = Describe("the one replacement flow", func() {
 	)
 })
 
+var _ = Describe("terminal-Pod replacement", func() {
+	It("tells the gate quorum is lost once a majority of the Pods is terminal, before the other members' statuses say so", func() {
+		h := newHarness("", 3)
+		h.setPod("ec-1", failed("Terminated"))
+		h.setPod("ec-0", failed("Terminated"))
+		h.reconcile("ec-0")
+		Expect(isReady(h.member("ec-1"))).To(BeTrue(), "ec-1's own reconcile has not run yet")
+		Expect(h.gate.requests).To(HaveLen(1))
+		Expect(h.gate.requests[0].QuorumLost).To(BeTrue())
+	})
+
+	It("tells the gate quorum holds while the other Pods run", func() {
+		h := newHarness("", 3)
+		h.setPod("ec-0", failed("Terminated"))
+		h.reconcile("ec-0")
+		Expect(h.gate.requests).To(HaveLen(1))
+		Expect(h.gate.requests[0].QuorumLost).To(BeFalse())
+	})
+})
+
 var _ = Describe("pod-loss replacement", func() {
 	It("removes nothing when the Pod only dropped out of the label-filtered cache", func() {
 		h := newHarness(v1alpha1.StorageMediumMemory, 3)
