@@ -107,7 +107,11 @@
 // # Trade-offs
 //
 // Terminal-Pod replacement is not quorum-gated: deleting a terminal Pod
-// loses nothing (its PVC stays), so the gate only paces.
+// loses nothing (its PVC stays), so the gate only paces. It tells the gate
+// whether the etcd cluster lost quorum, from the cache (quorumLostCached):
+// a voter is up only if it is Ready and its Pod runs and is ready. The
+// Pods make the answer as quick as the Pod watch; the members' Ready
+// conditions alone lag, since each is written by its own reconcile.
 //
 // The lease is released when the removal took effect, not when a successor
 // is Ready: the cluster reconciler adds a successor only once every member
