@@ -21,6 +21,10 @@ func testCluster(spec *v1alpha1.BackupSpec) *v1alpha1.EtcdCluster {
 	return ec
 }
 
+func every(d time.Duration) *v1alpha1.BackupSpec {
+	return &v1alpha1.BackupSpec{Interval: &metav1.Duration{Duration: d}}
+}
+
 // scheduledSnap is a scheduled snapshot of ec due at due in phase.
 func scheduledSnap(ec *v1alpha1.EtcdCluster, due time.Time, phase v1alpha1.SnapshotPhase) *v1alpha1.EtcdSnapshot {
 	s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due), Namespace: ec.Namespace,
