@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +16,8 @@ import (
 )
 
 // Everything below is derived from workload.Kinds, the one list of the
-// kinds the reconcilers use in a workload cluster.
+// kinds the reconcilers use in a workload cluster, but AccessChecks, which
+// is derived from workload.Permissions, the one table of their RBAC.
 
 // AddToScheme adds every kind the reconcilers use (workload.AddToScheme).
 var AddToScheme = workload.AddToScheme
@@ -105,39 +107,26 @@ type AccessCheck struct {
 	Verbs       []string
 }
 
-// writeChecks are the writes (and the by-name reads of uncached kinds) the
-// reconcilers make, verb for verb as config/rbac/workload grants them:
-// without any of them a heal stops half-way, so they are checked like the
-// reads. Events are left out: losing them loses no work.
-var writeChecks = []AccessCheck{
-	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdclusters", Subresource: "status", Verbs: []string{"update"}},
-	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdclusters", Subresource: "finalizers", Verbs: []string{"update"}},
-	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdmembers", Verbs: []string{"create", "patch", "delete"}},
-	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdmembers", Subresource: "status", Verbs: []string{"update", "patch"}},
-	{Group: v1alpha1.GroupVersion.Group, Resource: "etcdmembers", Subresource: "finalizers", Verbs: []string{"update"}},
-	{Resource: "pods", Verbs: []string{"create", "patch", "delete"}},
-	{Resource: "persistentvolumeclaims", Verbs: []string{"create"}},
-	{Resource: "services", Verbs: []string{"create", "patch"}},
-	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create", "patch", "delete"}},
-	{Resource: "secrets", Verbs: []string{"get"}},
-}
-
-// AccessChecks are the permissions the reconcilers need with etcd access a:
-// list and watch of every watched kind, the port-forward verb of a (none
-// for Direct), and their writes (writeChecks).
+// AccessChecks are the permissions pre-flight checks with etcd access a:
+// every Preflighted row of workload.Permissions, the table the workload
+// RBAC is generated from, verb for verb (the list and watch of the watched
+// kinds and every write alike), but for the port-forward, of which only
+// a's verb is asked (none for Direct).
 func AccessChecks(a Access) []AccessCheck {
 	var out []AccessCheck
-	for _, obj := range WatchedKinds() {
-		plural, _ := meta.UnsafeGuessKindToResource(gvk(obj))
-		out = append(out, AccessCheck{Group: plural.Group, Resource: plural.Resource,
-			Verbs: []string{"list", "watch"}})
-	}
-	if verb := a.PortForwardVerb(); verb != "" {
-		out = append(out, AccessCheck{Resource: "pods", Subresource: "portforward", Verbs: []string{verb}})
-	}
-	for _, w := range writeChecks {
-		w.Verbs = append([]string(nil), w.Verbs...)
-		out = append(out, w)
+	for _, p := range workload.Permissions() {
+		if !p.Preflighted() {
+			continue
+		}
+		verbs := slices.Clone(p.Verbs)
+		if p.PortForward() {
+			verb := a.PortForwardVerb()
+			if verb == "" {
+				continue
+			}
+			verbs = []string{verb}
+		}
+		out = append(out, AccessCheck{Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Verbs: verbs})
 	}
 	return out
 }

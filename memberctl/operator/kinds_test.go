@@ -1,50 +1,83 @@
 package operator
 
 import (
-	"reflect"
+	"slices"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
-// TestAccessChecks: the pre-flight asks exactly what the reconcilers need:
-// list and watch of every watched kind, under its real resource name, the
-// port-forward verb of the access mode, and the writes.
+// asked lists what checks ask, one "verb group/resource[/subresource]"
+// each.
+func asked(checks []AccessCheck) []string {
+	var out []string
+	for _, c := range checks {
+		res := c.Resource
+		if c.Subresource != "" {
+			res += "/" + c.Subresource
+		}
+		for _, v := range c.Verbs {
+			out = append(out, v+" "+c.Group+"/"+res)
+		}
+	}
+	return out
+}
+
+// TestAccessChecks: the pre-flight asks, in the table's order, every verb
+// workload.Permissions grants but the Events' (losing them loses no work),
+// and of the port-forward only the verb of the access mode.
 func TestAccessChecks(t *testing.T) {
-	lw := []string{"list", "watch"}
-	watched := []AccessCheck{
-		{Group: "etcd.etcdfleet.io", Resource: "etcdclusters", Verbs: lw},
-		{Group: "etcd.etcdfleet.io", Resource: "etcdmembers", Verbs: lw},
-		{Resource: "pods", Verbs: lw},
-		{Resource: "persistentvolumeclaims", Verbs: lw},
-		{Resource: "services", Verbs: lw},
-		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: lw},
-		{Group: "etcd.etcdfleet.io", Resource: "etcdsnapshots", Verbs: lw},
-		{Group: "batch", Resource: "jobs", Verbs: lw},
-		{Group: "etcd.etcdfleet.io", Resource: "etcddefrags", Verbs: lw},
+	for _, a := range []Access{PortForward, PortForwardSPDY, Direct} {
+		var want []string
+		for _, p := range workload.Permissions() {
+			for _, v := range p.Verbs {
+				switch {
+				case p.Group == "" && p.Resource == "events":
+				case p.PortForward() && v != a.PortForwardVerb():
+				default:
+					want = append(want, v+" "+p.Group+"/"+p.RBACResource())
+				}
+			}
+		}
+		if got := asked(AccessChecks(a)); !slices.Equal(got, want) {
+			t.Errorf("AccessChecks(%s) ask\n%v\nwant\n%v", a, got, want)
+		}
 	}
-	etcd := "etcd.etcdfleet.io"
-	writes := []AccessCheck{
-		{Group: etcd, Resource: "etcdclusters", Subresource: "status", Verbs: []string{"update"}},
-		{Group: etcd, Resource: "etcdclusters", Subresource: "finalizers", Verbs: []string{"update"}},
-		{Group: etcd, Resource: "etcdmembers", Verbs: []string{"create", "patch", "delete"}},
-		{Group: etcd, Resource: "etcdmembers", Subresource: "status", Verbs: []string{"update", "patch"}},
-		{Group: etcd, Resource: "etcdmembers", Subresource: "finalizers", Verbs: []string{"update"}},
-		{Resource: "pods", Verbs: []string{"create", "patch", "delete"}},
-		{Resource: "persistentvolumeclaims", Verbs: []string{"create"}},
-		{Resource: "services", Verbs: []string{"create", "patch"}},
-		{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"create", "patch", "delete"}},
-		{Resource: "secrets", Verbs: []string{"get"}},
+	// Mutating the checks must not change the table.
+	AccessChecks(PortForward)[0].Verbs[0] = "escalate"
+	if workload.Permissions()[0].Verbs[0] == "escalate" || AccessChecks(PortForward)[0].Verbs[0] == "escalate" {
+		t.Error("AccessChecks share their verbs with the table")
 	}
-	portForward := func(verb string) []AccessCheck {
-		out := append(append([]AccessCheck(nil), watched...), AccessCheck{Resource: "pods", Subresource: "portforward", Verbs: []string{verb}})
-		return append(out, writes...)
+}
+
+// TestAccessChecksCoverWhatFails: what the pre-flight must not miss, named
+// here rather than read from the table. Without list and watch of a
+// watched kind its informer never syncs; without the backup and defrag
+// writes a cluster was shown Authorized=True while every backup failed.
+func TestAccessChecksCoverWhatFails(t *testing.T) {
+	got := asked(AccessChecks(Direct))
+	want := []string{
+		"create etcd.etcdfleet.io/etcdsnapshots", "patch etcd.etcdfleet.io/etcdsnapshots", "delete etcd.etcdfleet.io/etcdsnapshots",
+		"update etcd.etcdfleet.io/etcdsnapshots/status", "update etcd.etcdfleet.io/etcdsnapshots/finalizers",
+		"create etcd.etcdfleet.io/etcddefrags", "delete etcd.etcdfleet.io/etcddefrags", "update etcd.etcdfleet.io/etcddefrags/status",
+		"create batch/jobs", "delete batch/jobs",
+		"create /pods", "patch /pods", "delete /pods", "get /secrets",
 	}
-	for a, want := range map[Access][]AccessCheck{
-		PortForward: portForward("get"), PortForwardSPDY: portForward("create"), Direct: append(append([]AccessCheck(nil), watched...), writes...),
-	} {
-		if got := AccessChecks(a); !reflect.DeepEqual(got, want) {
-			t.Errorf("AccessChecks(%s) =\n%+v\nwant\n%+v", a, got, want)
+	for _, obj := range WatchedKinds() {
+		plural, _ := meta.UnsafeGuessKindToResource(gvk(obj))
+		want = append(want, "list "+plural.Group+"/"+plural.Resource, "watch "+plural.Group+"/"+plural.Resource)
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("pre-flight does not ask %s", w)
+		}
+	}
+	for _, g := range got {
+		if strings.HasSuffix(g, "/events") || strings.Contains(g, "portforward") {
+			t.Errorf("pre-flight with Direct access asks %s", g)
 		}
 	}
 }

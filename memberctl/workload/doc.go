@@ -8,4 +8,13 @@
 // cluster (watches, caching, REST scope); memberctl/operator derives every
 // other view of them from it, and SetupController registers a reconciler
 // with its watches on a single-cluster manager.
+//
+// Permissions is the one table of what the manager may do there, each
+// RBAC rule with its reason and the admission policy that narrows its
+// writes. `make manifests` generates config/rbac/workload/cluster_role.yaml
+// and the workload chart's rules from it (ClusterRoleYAML,
+// ChartRulesTemplate, written by config/rbac/gen), and memberctl/operator
+// derives the pre-flight access checks from it (AccessChecks): every verb
+// of every row but the Events' writes. A test checks that every watched
+// kind can be listed and watched under it.
 package workload
