@@ -8,26 +8,19 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/etcdfleet/etcdfleet/config"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
 )
-
-// admissionKinds are the objects of config/rbac/workload/admission_policy.yaml.
-var admissionKinds = []struct{ kind, name string }{
-	{"ValidatingAdmissionPolicy", ctl.PodsPolicy},
-	{"ValidatingAdmissionPolicy", ctl.PodSecretsPolicy},
-	{"ValidatingAdmissionPolicyBinding", ctl.PodsPolicy},
-	{"ValidatingAdmissionPolicyBinding", ctl.PodSecretsPolicy},
-}
 
 // sameAdmissionPolicy: the chart's documented install renders the admission
 // policy of config/rbac/workload (the one etcdfleetctl register applies),
 // field for field.
 func sameAdmissionPolicy(t *testing.T, cfgObjs, chartObjs []*unstructured.Unstructured) {
 	t.Helper()
-	for _, k := range admissionKinds {
-		want, got := find(t, cfgObjs, k.kind, k.name), find(t, chartObjs, k.kind, k.name)
+	for _, k := range config.AdmissionObjects() {
+		want, got := find(t, cfgObjs, k.Kind, k.Name), find(t, chartObjs, k.Kind, k.Name)
 		if !equalJSON(t, got.Object["spec"], want.Object["spec"]) {
-			t.Errorf("the chart's %s %s differs from config/rbac/workload/admission_policy.yaml", k.kind, k.name)
+			t.Errorf("the chart's %s %s differs from config/rbac/workload/admission_policy.yaml", k.Kind, k.Name)
 		}
 	}
 	off := mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "admissionPolicy.enabled=false")

@@ -181,6 +181,8 @@ func TestOnAPIServer(t *testing.T) {
 		// the chart's, each guarding its own ServiceAccount.
 		admissionPolicyHolds(ctx, t, w1, wc, systemNS, "etcdfleet-workload")
 		admissionPolicyHolds(ctx, t, w1, wc, wlNS, wlRelease+"-etcdfleet-workload")
+		escalationsRefused(ctx, t, w1, wc, systemNS, "etcdfleet-workload")
+		escalationsRefused(ctx, t, w1, wc, wlNS, wlRelease+"-etcdfleet-workload")
 	}) && ok
 	if !ok {
 		return

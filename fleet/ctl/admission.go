@@ -14,8 +14,8 @@ import (
 // optional registry port, no tag (the chart's values schema says the same).
 var imageRepository = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$`)
 
-// withAllowedImages returns manifests with the Pods policy's allowedImages
-// variable set to repos (none: unchanged, config/rbac/workload's defaults).
+// withAllowedImages returns manifests with every policy's allowedImages
+// variable (the Pods and Jobs policies) set to repos (none: unchanged, config/rbac/workload's defaults).
 // The list lives in the policy rather than in a param object because a
 // missing param would refuse every Pod in the cluster (see the policy).
 func withAllowedImages(manifests [][]byte, repos []string) ([][]byte, error) {
@@ -35,7 +35,7 @@ func withAllowedImages(manifests [][]byte, repos []string) ([][]byte, error) {
 		if err := yaml.Unmarshal(m, &u.Object); err != nil {
 			return nil, err
 		}
-		if u.GetKind() == "ValidatingAdmissionPolicy" && u.GetName() == PodsPolicy {
+		if u.GetKind() == "ValidatingAdmissionPolicy" && hasVariable(u, "allowedImages") {
 			if err := setVariable(u, "allowedImages", "["+strings.Join(quoted, ", ")+"]"); err != nil {
 				return nil, err
 			}
@@ -62,4 +62,14 @@ func setVariable(u *unstructured.Unstructured, name, expression string) error {
 		}
 	}
 	return fmt.Errorf("policy %s has no variable %s", u.GetName(), name) // caught by the ctl tests
+}
+
+func hasVariable(u *unstructured.Unstructured, name string) bool {
+	vars, _, _ := unstructured.NestedSlice(u.Object, "spec", "variables")
+	for _, v := range vars {
+		if vm, ok := v.(map[string]any); ok && vm["name"] == name {
+			return true
+		}
+	}
+	return false
 }

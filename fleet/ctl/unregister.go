@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/config"
 )
 
 // UnregisterOptions configure Unregister.
@@ -65,17 +67,13 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 	if err := removeRoleBindings(ctx, wl, nil); err != nil {
 		return explain("workload cluster", err)
 	}
-	for _, obj := range []client.Object{
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: PodsPolicy}},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: PodSecretsPolicy}},
-		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: PodsPolicy}},
-		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: PodSecretsPolicy}},
+	for _, obj := range append(admissionObjects(),
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: WorkloadIdentityRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: WorkloadIdentityRole}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: WorkloadNamespace, Name: WorkloadSA}},
-	} {
+	) {
 		if err := client.IgnoreNotFound(wl.Delete(ctx, obj)); err != nil {
 			return explain("workload cluster", err)
 		}
@@ -91,5 +89,20 @@ const (
 	WorkloadClusterRole  = "etcdfleet-workload"
 	WorkloadIdentityRole = "etcdfleet-workload-identity"
 	PodsPolicy           = "etcdfleet-workload-pods"
-	PodSecretsPolicy     = "etcdfleet-workload-pod-secrets"
 )
+
+// admissionObjects are the admission policies and bindings register
+// applies, bindings first, so no policy is left bound to nothing.
+func admissionObjects() []client.Object {
+	var policies, bindings []client.Object
+	for _, o := range config.AdmissionObjects() {
+		meta := metav1.ObjectMeta{Name: o.Name}
+		switch o.Kind {
+		case "ValidatingAdmissionPolicyBinding":
+			bindings = append(bindings, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: meta})
+		case "ValidatingAdmissionPolicy":
+			policies = append(policies, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: meta})
+		}
+	}
+	return append(bindings, policies...)
+}

@@ -109,10 +109,10 @@ func URI(s *v1alpha1.EtcdSnapshot) string {
 	return "pvc://" + s.Spec.Location.PVC.ClaimName + "/" + path.Clean(FilePath(s))
 }
 
-// buildJob is the Job that takes snapshot s of the members' etcd cluster.
+// BuildJob is the Job that takes snapshot s of the members' etcd cluster.
 // members are the ones to dial (etcd.Select); the first one's TLS settings
 // are the cluster's.
-func buildJob(s *v1alpha1.EtcdSnapshot, members []v1alpha1.EtcdMember, o Options) *batchv1.Job {
+func BuildJob(s *v1alpha1.EtcdSnapshot, members []v1alpha1.EtcdMember, o Options) *batchv1.Job {
 	cfg := agent.Config{TerminationMessagePath: corev1.TerminationMessagePathDefault, Timeout: agent.DefaultTimeout}
 	for i := range members {
 		cfg.Endpoints = append(cfg.Endpoints, etcd.MemberClientURL(&members[i]))

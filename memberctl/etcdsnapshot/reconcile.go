@@ -120,7 +120,7 @@ func (st *run) createJob(ctx context.Context) (ctrl.Result, error) {
 	if !ok {
 		return res, nil
 	}
-	job := buildJob(s, members, st.o)
+	job := BuildJob(s, members, st.o)
 	if err := controllerutil.SetControllerReference(s, job, st.cl.Client.Scheme()); err != nil {
 		cancel()
 		return ctrl.Result{}, err
