@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -68,7 +69,7 @@ var _ = Describe("SummarizeBackups", func() {
 var _ = Describe("Writer, backups", func() {
 	It("shows each cluster's oldest last good backup and those behind schedule, and the Fleet the clusters behind", func() {
 		now := time.Now().Truncate(time.Second)
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(context.Background(), "dashboard-test")
 		src := newStubSource()
 		behind := newSecret(ns, "behind")
 		src.set(behind, stubEtcd{clusters: []etcdv1.EtcdCluster{

@@ -89,7 +89,7 @@ var _ = Describe("Writer at steady state", func() {
 
 	It("writes nothing while idle clusters are recomputed and notified over and over, and once per actual change", func() {
 		const clusters, changed = 20, 5
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		src := newStubSource()
 		src.probeNow = true // every lookup brings a fresh probe time, as a live wiring would
 		var infos []ClusterInfo
@@ -174,7 +174,7 @@ var _ = Describe("Writer at steady state", func() {
 	})
 
 	It("shows a cluster it is told was disengaged as Connected=False, without waiting for a resync", func() {
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		info := newSecret(ns, "gone")
 		src := newStubSource()
 		src.set(info, stubEtcd{clusters: []etcdv1.EtcdCluster{healthy("etcd", "a", 3)}})
@@ -197,7 +197,7 @@ var _ = Describe("Writer at steady state", func() {
 	})
 
 	It("writes only as the leader", func() {
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		info := newSecret(ns, "led")
 		src := newStubSource()
 		src.set(info, stubEtcd{clusters: []etcdv1.EtcdCluster{healthy("etcd", "a", 3)}})

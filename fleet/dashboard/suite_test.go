@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +38,6 @@ var (
 	k8sClient client.Client // direct: every read sees the previous write
 	clientset kubernetes.Interface
 	scheme    *runtime.Scheme
-	nsSeq     atomic.Int64
 )
 
 func TestDashboard(t *testing.T) {
@@ -57,14 +55,6 @@ var _ = BeforeSuite(func() {
 var _ = AfterSuite(func() {
 	Expect(testEnv.Stop()).To(Succeed())
 })
-
-// newNamespace creates a fresh namespace so specs never share objects.
-func newNamespace() string {
-	GinkgoHelper()
-	name := fmt.Sprintf("dashboard-test-%d", nsSeq.Add(1))
-	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	return name
-}
 
 // newSecret creates a registration Secret and returns its ClusterInfo,
 // connected and probed now.

@@ -91,7 +91,7 @@ var _ = Describe("Writer", func() {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 	It("creates a FleetCluster per registered Secret, owned by it, with what kubectl prints; keeps the last known counts while disconnected", func() {
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		info := newSecret(ns, "prod-1")
 		info.Replica = "manager-0" // the owning replica, as a sharded wiring names it
 		key := DefaultClusterKey(info)
@@ -183,7 +183,7 @@ var _ = Describe("Writer", func() {
 	})
 
 	It("fixes the owner reference when the Secret was recreated", func() {
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		info := newSecret(ns, "re")
 		Expect(k8sClient.Create(ctx, &fleetv1.FleetCluster{ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: "re",
@@ -201,7 +201,7 @@ var _ = Describe("Writer", func() {
 	})
 
 	It("deletes the FleetCluster of a Secret no longer registered, after OrphanGrace", func() {
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		keep, drop := newSecret(ns, "keep"), newSecret(ns, "drop")
 		src := newStubSource()
 		src.set(keep, stubEtcd{})
@@ -224,7 +224,7 @@ var _ = Describe("Writer", func() {
 	})
 
 	It("writes nothing while nothing changed, not even for probes, until lastProbeTime is ProbeRefresh old", func() {
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		info := newSecret(ns, "steady")
 		src := newStubSource()
 		src.set(info, stubEtcd{clusters: []etcdv1.EtcdCluster{healthy("etcd", "a", 3)}})
@@ -271,7 +271,7 @@ var _ = Describe("Writer", func() {
 
 	DescribeTable("coalesces 50 Notify calls within 1s into at most ceil(1s/MinInterval)+1 writes per object, the last with the latest state",
 		func(minInterval time.Duration) {
-			ns := newNamespace()
+			ns := testEnv.NewNamespace(ctx, "dashboard-test")
 			info := newSecret(ns, "busy")
 			key := DefaultClusterKey(info)
 			src := newStubSource()
@@ -325,7 +325,7 @@ var _ = Describe("Writer", func() {
 			}).Should(Succeed())
 		})
 
-		ns := newNamespace()
+		ns := testEnv.NewNamespace(ctx, "dashboard-test")
 		src := newStubSource()
 		waiting := map[string]int{}
 		add := func(name string, connected bool, e stubEtcd) ClusterInfo {

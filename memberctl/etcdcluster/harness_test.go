@@ -20,13 +20,14 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+	"github.com/etcdfleet/etcdfleet/test/fakeetcd"
 )
 
 // harness drives the reconciler by hand against envtest and plays the
 // member reconciler's part (Pod started, memberID known, Ready) itself.
 type harness struct {
 	ns     string
-	etcd   *fakeEtcd
+	etcd   *fakeetcd.Etcd
 	events *eventLog
 	r      *Reconciler
 	now    time.Time
@@ -34,7 +35,7 @@ type harness struct {
 
 func newHarness() *harness {
 	GinkgoHelper()
-	h := &harness{ns: newNamespace(), etcd: newFakeEtcd(), events: &eventLog{}, now: time.Now()}
+	h := &harness{ns: testEnv.NewNamespace(context.Background(), "cluster-test"), etcd: fakeetcd.New(), events: &eventLog{}, now: time.Now()}
 	cl := &workload.Cluster{Client: k8sClient, Reader: k8sClient, Recorder: h.events, Etcd: h.etcd}
 	h.r = &Reconciler{Clusters: workload.Static{C: cl}, Now: func() time.Time { return h.now }}
 	return h
@@ -90,7 +91,8 @@ func (h *harness) startMember(m *v1alpha1.EtcdMember) {
 	GinkgoHelper()
 	ctx := context.Background()
 	Expect(m.Spec.InitialCluster).NotTo(BeEmpty(), "a Pod is only created once initialCluster is set")
-	id := h.etcd.start(m.Name, etcd.MemberPeerURL(m))
+	id, err := h.etcd.Start(m.Name, etcd.MemberPeerURL(m))
+	Expect(err).NotTo(HaveOccurred())
 	if controllerutil.AddFinalizer(m, v1alpha1.FinalizerMemberCleanup) {
 		Expect(k8sClient.Update(ctx, m)).To(Succeed())
 	}

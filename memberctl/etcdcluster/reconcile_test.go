@@ -55,14 +55,14 @@ var _ = Describe("Reconcile", func() {
 		seed := h.members()[0]
 		h.startMember(&seed)
 		// Someone else's member sits in the seed's list: not a cluster we formed.
-		h.etcd.members = append(h.etcd.members, etcdMember(0x99, "intruder", "http://intruder:2380"))
+		h.etcd.AddMember(etcdMember(0x99, "intruder", "http://intruder:2380"))
 		h.reconcile(ec)
 		Expect(h.get(ec).Status.ClusterID).To(BeEmpty())
 
-		h.etcd.members = h.etcd.members[:1]
+		h.etcd.KeepFirst(1)
 		h.reconcile(ec)
 		cur := h.get(ec)
-		Expect(cur.Status.ClusterID).To(Equal(fmt.Sprintf("%016x", h.etcd.clusterID)))
+		Expect(cur.Status.ClusterID).To(Equal(fmt.Sprintf("%016x", h.etcd.ClusterID())))
 		Expect(h.events.All()).To(ContainElement(ContainSubstring("ClusterIDLatched")))
 	})
 
@@ -104,7 +104,7 @@ var _ = Describe("Reconcile", func() {
 	It("writes the status when every etcd call fails (#367)", func() {
 		ec := h.newCluster(3)
 		h.converge(ec, 3)
-		h.etcd.setFail(errors.New("connection refused"))
+		h.etcd.SetFail(errors.New("connection refused"))
 
 		res := h.reconcile(ec)
 		Expect(res.RequeueAfter).To(BeNumerically("<=", requeueUnreachable))
@@ -162,7 +162,7 @@ var _ = Describe("Reconcile", func() {
 		Expect(callsLike(h.etcd.Calls(), "Promote")).To(BeEmpty())
 
 		// All Ready, but etcd still reports the fresh cluster unhealthy: retry soon.
-		h.etcd.promoteErrs = []error{rpctypes.ErrUnhealthy}
+		h.etcd.SetPromoteErrs(rpctypes.ErrUnhealthy)
 		h.setReady(&seed, true)
 		res := h.reconcile(ec)
 		Expect(res.RequeueAfter).To(BeNumerically("<=", 5*time.Second))
@@ -299,6 +299,6 @@ var _ = Describe("Reconcile", func() {
 		h.reconcile(ec)
 		Expect(k8sClient.Delete(context.Background(), ec)).To(Succeed())
 		h.reconcile(ec)
-		Expect(h.etcd.forgotten).To(ContainElement(etcd.TargetKey("", h.ns, "ec")))
+		Expect(h.etcd.Forgotten()).To(ContainElement(etcd.TargetKey("", h.ns, "ec")))
 	})
 })

@@ -34,9 +34,9 @@ var _ = Describe("restore after total loss", func() {
 			ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
 		}
 		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
-		h.etcd.revision = 500
+		h.etcd.SetRevision(500)
 		h.converge(ec, 3)
-		h.etcd.setFail(errors.New("context deadline exceeded"))
+		h.etcd.SetFail(errors.New("context deadline exceeded"))
 		return ec
 	}
 	snapshot := func(name, cluster string, phase v1alpha1.SnapshotPhase, completed time.Time, rev int64) *v1alpha1.EtcdSnapshot {
@@ -109,9 +109,7 @@ var _ = Describe("restore after total loss", func() {
 		}
 
 		By("the restored seed forms a new cluster, which grows back to 3")
-		h.etcd.mu.Lock()
-		h.etcd.members, h.etcd.clusterID, h.etcd.fail = nil, 0xbeef, nil
-		h.etcd.mu.Unlock()
+		h.etcd.Rebootstrap(0xbeef)
 		h.converge(ec, 3)
 		st = h.get(ec).Status
 		Expect(st.Recovery.Phase).To(Equal(v1alpha1.RecoveryRestored))

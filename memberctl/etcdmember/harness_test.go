@@ -21,6 +21,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+	"github.com/etcdfleet/etcdfleet/test/fakeetcd"
 )
 
 // testPolicy caps at 2 so that a cap is reached in a few steps.
@@ -33,7 +34,7 @@ var testPolicy = replacement.Policy{InitialBackoff: time.Second, MaxBackoff: tim
 // series of each spec are its own.
 type harness struct {
 	ns     string
-	etcd   *fakeEtcd
+	etcd   *fakeetcd.Etcd
 	gate   *countingGate
 	events *eventLog
 	cache  *cacheClient
@@ -44,8 +45,8 @@ type harness struct {
 
 func newHarness(medium v1alpha1.StorageMedium, n int) *harness {
 	GinkgoHelper()
-	ns := newNamespace()
-	h := &harness{ns: ns, etcd: newFakeEtcd(), events: &eventLog{}, cache: &cacheClient{Client: k8sClient},
+	ns := testEnv.NewNamespace(context.Background(), "member-test")
+	h := &harness{ns: ns, etcd: fakeetcd.New(), events: &eventLog{}, cache: &cacheClient{Client: k8sClient},
 		now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	h.restart()
 	h.ec = &v1alpha1.EtcdCluster{
@@ -85,7 +86,7 @@ func (h *harness) startMember(name string) {
 	Expect(k8sClient.Create(ctx, m)).To(Succeed())
 	m.Status.IsVoter = true
 	Expect(k8sClient.Status().Update(ctx, m)).To(Succeed())
-	h.etcd.add(name, etcd.MemberPeerURL(m))
+	h.etcd.Add(name, etcd.MemberPeerURL(m))
 	h.reconcile(name) // creates the Pod
 	h.setPod(name, running(true, 0))
 	h.reconcile(name) // discovers the member ID
@@ -161,7 +162,7 @@ func (h *harness) losePod(name string) {
 func (h *harness) crashLoop(name string) {
 	GinkgoHelper()
 	h.setPod(name, running(false, 7))
-	h.etcd.setDown(name, true)
+	h.etcd.SetDown(name, true)
 }
 
 // playClusterController releases the replacement lease, as the cluster

@@ -36,7 +36,7 @@ var (
 		record: func(h *harness) *v1alpha1.ReplacementStatus { return h.cluster().Status.Replacement },
 	}
 	podLossKind = kind{medium: v1alpha1.StorageMediumMemory, action: gate.PodLossReplace, event: "MemoryMemberLost",
-		fault:  func(h *harness) { h.losePod("ec-0"); h.etcd.setDown("ec-0", true) },
+		fault:  func(h *harness) { h.losePod("ec-0"); h.etcd.SetDown("ec-0", true) },
 		done:   func(h *harness) bool { return h.removing("ec-0") },
 		record: func(h *harness) *v1alpha1.ReplacementStatus { return h.cluster().Status.Replacement },
 	}
@@ -148,7 +148,7 @@ var _ = Describe("pod-loss replacement", func() {
 	It("removes a member whose cluster already lost quorum, and says so to the gate", func() {
 		h := newHarness(v1alpha1.StorageMediumMemory, 3)
 		podLossKind.fault(h)
-		h.etcd.setDown("ec-1", true)
+		h.etcd.SetDown("ec-1", true)
 		h.reconcile("ec-0")
 		Expect(h.removing("ec-0")).To(BeTrue())
 		Expect(h.gate.requests).To(HaveLen(1))
@@ -158,7 +158,7 @@ var _ = Describe("pod-loss replacement", func() {
 	It("does not remove a member that quorum still depends on", func() {
 		h := newHarness(v1alpha1.StorageMediumMemory, 3)
 		h.losePod("ec-0") // gone from the API, but something still answers as ec-0
-		h.etcd.setDown("ec-1", true)
+		h.etcd.SetDown("ec-1", true)
 		h.reconcile("ec-0")
 		Expect(h.removing("ec-0")).To(BeFalse())
 		Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("quorum holds only with it"))
@@ -241,7 +241,7 @@ var _ = Describe("replacement caps", func() {
 			Expect(h.events.with("ReplacementsExhausted")).To(HaveLen(1), "one Event per exhaustion")
 		},
 		Entry("crash loop", crashLoopKind, func(h *harness, name string) { h.crashLoop(name) }),
-		Entry("pod loss", podLossKind, func(h *harness, name string) { h.losePod(name); h.etcd.setDown(name, true) }),
+		Entry("pod loss", podLossKind, func(h *harness, name string) { h.losePod(name); h.etcd.SetDown(name, true) }),
 	)
 })
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,28 +12,25 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 )
 
 // The suite runs the member reconciler, called by hand, against ONE real
 // kube-apiserver (envtest) with the workload CRDs. There is no kubelet:
-// the specs write Pod status themselves. etcd is fakeEtcd, a stub of
+// the specs write Pod status themselves. etcd is a fakeetcd.Etcd, a stub of
 // etcd.Interface with a member list and per-member health: these specs test
 // the reconciler's decisions; the sandbox e2e suites run real etcd.
 
 var (
 	testEnv   *envtestenv.Env
 	k8sClient client.Client
-	nsSeq     atomic.Int64
 )
 
 func TestMember(t *testing.T) {
@@ -50,85 +46,6 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() { Expect(testEnv.Stop()).To(Succeed()) })
-
-func newNamespace() string {
-	GinkgoHelper()
-	name := fmt.Sprintf("member-test-%d", nsSeq.Add(1))
-	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	return name
-}
-
-// fakeEtcd is etcd as the member reconciler sees it: a member list, each
-// member healthy (answers Status) unless marked down.
-type fakeEtcd struct {
-	mu       sync.Mutex
-	nextID   uint64
-	members  []etcd.Member
-	down     map[string]bool
-	listFail bool
-	removed  []string
-}
-
-func newFakeEtcd() *fakeEtcd { return &fakeEtcd{nextID: 0x100, down: map[string]bool{}} }
-
-func (f *fakeEtcd) add(name, peerURL string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.nextID++
-	f.members = append(f.members, etcd.Member{ID: f.nextID, Name: name, PeerURLs: []string{peerURL}})
-}
-
-func (f *fakeEtcd) setDown(name string, down bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.down[name] = down
-}
-
-func (f *fakeEtcd) MemberList(context.Context, etcd.Target) (uint64, []etcd.Member, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.listFail {
-		return 0, nil, fmt.Errorf("etcdserver: no leader")
-	}
-	return 0xc1a5, append([]etcd.Member(nil), f.members...), nil
-}
-
-func (f *fakeEtcd) AddLearner(context.Context, etcd.Target, string) (etcd.Member, []etcd.Member, error) {
-	return etcd.Member{}, nil, fmt.Errorf("not used by the member reconciler")
-}
-
-func (f *fakeEtcd) Promote(context.Context, etcd.Target, uint64) error {
-	return fmt.Errorf("not used by the member reconciler")
-}
-
-func (f *fakeEtcd) Remove(_ context.Context, _ etcd.Target, id uint64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, m := range f.members {
-		if m.ID == id {
-			f.members = append(f.members[:i], f.members[i+1:]...)
-			f.removed = append(f.removed, m.Name)
-			return nil
-		}
-	}
-	return fmt.Errorf("member not found")
-}
-
-// Status answers for a listed member that is not down; the endpoint is
-// http://<member>.<cluster>.<ns>.svc:2379.
-func (f *fakeEtcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	name := strings.SplitN(strings.TrimPrefix(endpoint, "http://"), ".", 2)[0]
-	for _, m := range f.members {
-		if m.Name == name && !f.down[name] {
-			return etcd.Status{MemberID: m.ID, Version: "3.6.5"}, nil
-		}
-	}
-	return etcd.Status{}, fmt.Errorf("status of %s: connection refused", endpoint)
-}
-
-func (f *fakeEtcd) Forget(string) {}
 
 // countingGate is the shared gate: it records every request, delays the
 // next `delay` of them, and counts the tokens given back.

@@ -2,8 +2,6 @@ package etcdsnapshot
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -28,9 +26,8 @@ import (
 // runs them). Reconcile is called directly.
 
 var (
-	env   *envtestenv.Env
-	r     *Reconciler
-	nsSeq atomic.Int64
+	env *envtestenv.Env
+	r   *Reconciler
 )
 
 func TestSnapshots(t *testing.T) {
@@ -47,13 +44,6 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() { Expect(env.Stop()).To(Succeed()) })
-
-func newNamespace(ctx context.Context) string {
-	GinkgoHelper()
-	name := fmt.Sprintf("snap-test-%d", nsSeq.Add(1))
-	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-	return name
-}
 
 func newSnapshot(ns string) *v1alpha1.EtcdSnapshot {
 	return &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
@@ -96,7 +86,7 @@ func runningCluster(ctx context.Context, ns string) {
 
 var _ = Describe("EtcdSnapshot reconciler", func() {
 	It("waits Pending while the cluster is missing, then starts one Job", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.NewNamespace(ctx, "snap-test")
 		s := newSnapshot(ns)
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
 		got := reconcileOnce(ctx, s)
@@ -115,7 +105,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 	})
 
 	It("fails for good with SnapshotJobLost when its Job vanishes while Started", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.NewNamespace(ctx, "snap-test")
 		s := newSnapshot(ns)
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
 		s.Status.Phase = v1alpha1.SnapshotStarted
@@ -133,7 +123,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 	})
 
 	It("records the artifact from the succeeded Pod's termination message", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.NewNamespace(ctx, "snap-test")
 		runningCluster(ctx, ns)
 		s := newSnapshot(ns)
 		Expect(env.Client.Create(ctx, s)).To(Succeed())

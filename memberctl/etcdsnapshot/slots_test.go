@@ -69,7 +69,7 @@ var _ = Describe("EtcdSnapshot reconciler with paced starts", func() {
 	}
 
 	It("waits Pending with WaitingForSlot and the gate's delay, creating no Job, until a slot is granted", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.NewNamespace(ctx, "snap-test")
 		runningCluster(ctx, ns)
 		s := newSnapshot(ns)
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
@@ -93,7 +93,7 @@ var _ = Describe("EtcdSnapshot reconciler with paced starts", func() {
 	})
 
 	It("re-takes a Started snapshot's slot after a restart, and releases it at the final phase and on deletion", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
+		ns := env.NewNamespace(ctx, "snap-test")
 		runningCluster(ctx, ns)
 		s := newSnapshot(ns)
 		Expect(env.Client.Create(ctx, s)).To(Succeed())

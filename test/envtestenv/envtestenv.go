@@ -19,12 +19,17 @@
 package envtestenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -52,6 +57,8 @@ type Env struct {
 	// sees the previous write.
 	Client    client.WithWatch
 	Clientset kubernetes.Interface
+
+	nsSeq atomic.Int64
 }
 
 // Start starts the control plane with crdDir (relative to the module root)
@@ -114,6 +121,16 @@ func (e *Env) Stop() error {
 		return nil
 	}
 	return e.Environment.Stop()
+}
+
+// NewNamespace creates the namespace <prefix>-<n>, n counting up from 1
+// per Env, so that the specs of a suite sharing one control plane never
+// share objects; it returns the name. A failed create fails the running
+// spec (gomega, reported at the caller's line), so it is for Ginkgo suites.
+func (e *Env) NewNamespace(ctx context.Context, prefix string) string {
+	name := fmt.Sprintf("%s-%d", prefix, e.nsSeq.Add(1))
+	gomega.ExpectWithOffset(1, e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(gomega.Succeed())
+	return name
 }
 
 // ModuleRoot walks up from the working directory (the package directory

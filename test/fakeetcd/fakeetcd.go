@@ -1,0 +1,269 @@
+// Package fakeetcd is etcd as memberctl's reconcilers see it, in memory:
+// an etcd.Interface whose member list AddLearner, Promote and Remove
+// change as etcd would, with per-member health and injectable failures,
+// recording every membership call. The envtest suites of memberctl/etcdcluster and
+// memberctl/etcdmember use it to test the reconcilers' decisions; the
+// sandbox e2e suites run real etcd.
+//
+// # Usage
+//
+//	f := fakeetcd.New()
+//	cl := &workload.Cluster{..., Etcd: f}
+//	id, err := f.Start("ec-0", peerURL) // the first member bootstraps the cluster
+//	f.SetDown("ec-0", true)             // its Status now fails
+//	f.SetFail(errors.New("connection refused")) // every call fails
+//
+// # Implementation details
+//
+// Status answers for the member whose name is the first label of the
+// endpoint's host (http://<member>.<cluster>.<ns>.svc:2379, as
+// etcd.MemberClientURL builds it), when it is listed and not down; it
+// reports the member's ID, version 3.6.5 and the revision set by
+// SetRevision. The cluster ID starts as 0xc1a5, member IDs count up
+// from 0x101.
+package fakeetcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+)
+
+// Version is the etcd version Status reports.
+const Version = "3.6.5"
+
+// Etcd is one fake etcd cluster; it implements etcd.Interface. The zero
+// value is not usable: call New.
+type Etcd struct {
+	mu        sync.Mutex
+	clusterID uint64
+	nextID    uint64
+	members   []etcd.Member
+	down      map[string]bool
+	// fail, when set, is returned by every call.
+	fail error
+	// promoteErrs are returned by the next Promote calls, in order.
+	promoteErrs []error
+	calls       []string
+	forgotten   []string
+	// revision is the keyspace revision Status reports.
+	revision int64
+}
+
+var _ etcd.Interface = (*Etcd)(nil)
+
+// New returns an empty cluster with cluster ID 0xc1a5.
+func New() *Etcd { return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}} }
+
+func (f *Etcd) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+// Calls returns the MemberList, AddLearner, Promote and Remove calls made
+// so far, e.g. "AddLearner http://...".
+func (f *Etcd) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// Forgotten returns the target keys Forget was called with, in order.
+func (f *Etcd) Forgotten() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.forgotten...)
+}
+
+// ClusterID is the cluster ID MemberList reports.
+func (f *Etcd) ClusterID() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clusterID
+}
+
+// SetFail makes every call fail with err; nil ends that.
+func (f *Etcd) SetFail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = err
+}
+
+// SetDown marks the named member down (its Status fails) or up again.
+func (f *Etcd) SetDown(name string, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down[name] = down
+}
+
+// SetRevision sets the keyspace revision Status reports.
+func (f *Etcd) SetRevision(rev int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revision = rev
+}
+
+// SetPromoteErrs makes the next Promote calls return errs, one each, in
+// order, before Promote succeeds again.
+func (f *Etcd) SetPromoteErrs(errs ...error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.promoteErrs = append([]error(nil), errs...)
+}
+
+// Add lists a voter that is already a member, with the next member ID,
+// and returns that ID.
+func (f *Etcd) Add(name, peerURL string) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.members = append(f.members, etcd.Member{ID: f.nextID, Name: name, PeerURLs: []string{peerURL}})
+	return f.nextID
+}
+
+// AddMember lists m as given, e.g. someone else's member with its own ID.
+func (f *Etcd) AddMember(m etcd.Member) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members = append(f.members, m)
+}
+
+// KeepFirst drops every member but the first n from the list, as a
+// membership changed behind the reconcilers' back.
+func (f *Etcd) KeepFirst(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members = f.members[:n]
+}
+
+// Rebootstrap replaces the cluster with a new, empty one of the given
+// cluster ID, as a restore from a snapshot forms, and ends SetFail.
+func (f *Etcd) Rebootstrap(clusterID uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members, f.clusterID, f.fail = nil, clusterID, nil
+}
+
+// Start is what a member's etcd does when its Pod starts: the first one
+// bootstraps a single-voter cluster, later ones take their name in the
+// list, where AddLearner put their peer URL. It returns the member ID, or
+// an error for a member that was never added to a formed cluster.
+func (f *Etcd) Start(name, peerURL string) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.members {
+		if f.members[i].PeerURLs[0] == peerURL {
+			f.members[i].Name = name
+			return f.members[i].ID, nil
+		}
+	}
+	if len(f.members) > 0 {
+		return 0, fmt.Errorf("member %s started without being added (the cluster has %d members)", name, len(f.members))
+	}
+	f.nextID++
+	f.members = append(f.members, etcd.Member{ID: f.nextID, Name: name, PeerURLs: []string{peerURL}})
+	return f.nextID, nil
+}
+
+// list is a deep copy of the member list; f.mu is held.
+func (f *Etcd) list() []etcd.Member {
+	out := make([]etcd.Member, len(f.members))
+	for i, m := range f.members {
+		m.PeerURLs = append([]string(nil), m.PeerURLs...)
+		out[i] = m
+	}
+	return out
+}
+
+// MemberList returns the cluster ID and a copy of the member list.
+func (f *Etcd) MemberList(_ context.Context, t etcd.Target) (uint64, []etcd.Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("MemberList %d", len(t.Endpoints))
+	if f.fail != nil {
+		return 0, nil, f.fail
+	}
+	return f.clusterID, f.list(), nil
+}
+
+// AddLearner lists a learner with the next member ID and no name yet.
+func (f *Etcd) AddLearner(_ context.Context, _ etcd.Target, peerURL string) (etcd.Member, []etcd.Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("AddLearner %s", peerURL)
+	if f.fail != nil {
+		return etcd.Member{}, nil, f.fail
+	}
+	f.nextID++
+	m := etcd.Member{ID: f.nextID, PeerURLs: []string{peerURL}, IsLearner: true}
+	f.members = append(f.members, m)
+	return m, f.list(), nil
+}
+
+// Promote makes the learner id a voter, unless SetPromoteErrs queued an
+// error for this call.
+func (f *Etcd) Promote(_ context.Context, _ etcd.Target, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Promote %016x", id)
+	if f.fail != nil {
+		return f.fail
+	}
+	if len(f.promoteErrs) > 0 {
+		err := f.promoteErrs[0]
+		f.promoteErrs = f.promoteErrs[1:]
+		return err
+	}
+	for i := range f.members {
+		if f.members[i].ID == id {
+			f.members[i].IsLearner = false
+			return nil
+		}
+	}
+	return fmt.Errorf("member %016x not found", id)
+}
+
+// Remove drops member id from the list. An unknown id fails with etcd's
+// "etcdserver: member not found", which the member finalizer treats as
+// already removed.
+func (f *Etcd) Remove(_ context.Context, _ etcd.Target, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Remove %016x", id)
+	if f.fail != nil {
+		return f.fail
+	}
+	for i := range f.members {
+		if f.members[i].ID == id {
+			f.members = append(f.members[:i], f.members[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("etcdserver: member not found (%016x)", id)
+}
+
+// Status answers for a listed member that is not down (see the package
+// documentation for how the endpoint names it).
+func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return etcd.Status{}, f.fail
+	}
+	name := strings.SplitN(strings.TrimPrefix(endpoint, "http://"), ".", 2)[0]
+	for _, m := range f.members {
+		if m.Name == name && !f.down[name] {
+			return etcd.Status{MemberID: m.ID, Version: Version, Revision: f.revision}, nil
+		}
+	}
+	return etcd.Status{}, fmt.Errorf("status of %s: connection refused", endpoint)
+}
+
+// Forget records key (see Forgotten).
+func (f *Etcd) Forget(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgotten = append(f.forgotten, key)
+}
