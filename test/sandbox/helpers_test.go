@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
@@ -114,18 +115,9 @@ func (ec etcdCluster) waitReady(ctx context.Context, c *sandbox.Cluster) {
 			p, err := c.Clientset.CoreV1().Pods(ec.ns).Get(ctx, m, metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), m)
-			g.Expect(podReady(p)).To(BeTrue(), m)
+			g.Expect(e2eutil.PodReady(p)).To(BeTrue(), m)
 		}
 	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // directClient dials the members by Pod IP.

@@ -15,6 +15,7 @@ import (
 
 	v1alpha1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/proc"
 )
@@ -96,7 +97,7 @@ var _ = Describe("a hard power loss", Ordered, func() {
 				g.Expect(cs.LastTerminationState.Terminated).NotTo(BeNil())
 				g.Expect(cs.LastTerminationState.Terminated.Reason).To(Equal("Unknown"))
 				g.Expect(cs.LastTerminationState.Terminated.ExitCode).To(BeEquivalentTo(255))
-				g.Expect(podReady(p)).To(BeTrue(), ec.name)
+				g.Expect(e2eutil.PodReady(p)).To(BeTrue(), ec.name)
 			}
 		}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 		p, err := s2.Clientset.CoreV1().Pods(pvc.ns).Get(ctx, pvc.members[0], metav1.GetOptions{})
@@ -205,7 +206,7 @@ var _ = Describe("the data-dir guard of a memory member", func() {
 		Eventually(func(g Gomega) {
 			got := getPod(ctx, s2, ec.ns, p.Name)
 			g.Expect(got.Status.ContainerStatuses[0].RestartCount).To(BeEquivalentTo(1))
-			g.Expect(podReady(got)).To(BeTrue())
+			g.Expect(e2eutil.PodReady(got)).To(BeTrue())
 			g.Expect(got.Status.InitContainerStatuses[0].RestartCount).To(BeZero(), "the guard does not run again")
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 		cli = ec.directClient(ctx, s2)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/proc"
@@ -171,7 +172,7 @@ var _ = Describe("the simulated kubelet", func() {
 			g.Expect(cs.LastTerminationState.Terminated).NotTo(BeNil())
 			g.Expect(cs.LastTerminationState.Terminated.ExitCode).To(BeEquivalentTo(137))
 			g.Expect(cs.State.Running).NotTo(BeNil())
-			g.Expect(podReady(p)).To(BeTrue())
+			g.Expect(e2eutil.PodReady(p)).To(BeTrue())
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	}, SpecTimeout(time.Minute))
 

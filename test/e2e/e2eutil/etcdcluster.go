@@ -166,13 +166,16 @@ func describeMembers(ctx context.Context, c client.Client, ns, cluster string) s
 		out += fmt.Sprintf("\n  %s id=%s voter=%v ready=%s/%s: %s", m.Name, m.Status.MemberID, m.Status.IsVoter, cond.Status, cond.Reason, cond.Message)
 		p := &corev1.Pod{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: m.Name}, p); err == nil {
-			out += fmt.Sprintf(" [pod %s uid=%s node=%q deleting=%v ready=%v conds=%v]", p.Status.Phase, p.UID, p.Spec.NodeName, p.DeletionTimestamp != nil, podReady(p), p.Status.Conditions)
+			out += fmt.Sprintf(" [pod %s uid=%s node=%q deleting=%v ready=%v conds=%v]", p.Status.Phase, p.UID, p.Spec.NodeName, p.DeletionTimestamp != nil, PodReady(p), p.Status.Conditions)
 		}
 	}
 	return out
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether p's Ready condition is True, as the apiserver
+// reports it. The e2e suites judge the operator with it, so it is theirs
+// rather than memberctl/component/pod.IsReady, the operator's own.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -203,7 +206,7 @@ func WaitPodsReplaced(ctx context.Context, c client.Client, ns string, old map[s
 			p := &corev1.Pod{}
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, p)).To(Succeed())
 			g.Expect(p.UID).NotTo(Equal(uid), "Pod %s not replaced yet", n)
-			g.Expect(podReady(p)).To(BeTrue(), "Pod %s not ready yet", n)
+			g.Expect(PodReady(p)).To(BeTrue(), "Pod %s not ready yet", n)
 		}
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 }

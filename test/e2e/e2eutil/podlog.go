@@ -56,7 +56,7 @@ func WatchPods(ctx context.Context, cs kubernetes.Interface, ns string) (*PodLog
 				continue
 			}
 			l.mu.Lock()
-			l.events = append(l.events, PodEvent{Type: ev.Type, Name: p.Name, UID: string(p.UID), Phase: p.Status.Phase, Ready: podReady(p), At: time.Now()})
+			l.events = append(l.events, PodEvent{Type: ev.Type, Name: p.Name, UID: string(p.UID), Phase: p.Status.Phase, Ready: PodReady(p), At: time.Now()})
 			l.mu.Unlock()
 		}
 	}()

@@ -62,20 +62,11 @@ func unhealed(ctx context.Context, w string, before map[string]types.UID) string
 		if uid, ok := before[p.Name]; ok && uid == p.UID {
 			return fmt.Sprintf("Pod %s is still the one from before (%s)", p.Name, p.Status.Phase)
 		}
-		if !podReady(&p) {
+		if !e2eutil.PodReady(&p) {
 			return fmt.Sprintf("Pod %s is not Ready (%s)", p.Name, p.Status.Phase)
 		}
 	}
 	return ""
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitHealed waits until every named cluster is healed (see unhealed) and
