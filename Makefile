@@ -51,14 +51,28 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types (controller-gen).
 	$(CONTROLLER_GEN) object paths=./memberctl/api/... paths=./fleet/api/...
 
+# What `make manifests` writes, and `make verify-generated` compares with
+# the commit: the workload RBAC rules come from
+# memberctl/workload/permissions.go (config/rbac/gen), the charts' crds/ are
+# copies of config/crd (helm installs crds/ itself, before the templates).
+GENERATED := config/crd charts/etcdfleet/crds charts/etcdfleet-workload/crds \
+             config/rbac/workload/cluster_role.yaml \
+             charts/etcdfleet-workload/templates/_rules.tpl memberctl/api fleet/api
+
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the charts' crds/, and the workload RBAC from memberctl/workload/permissions.go.
 	$(CONTROLLER_GEN) crd paths=./memberctl/api/... output:crd:artifacts:config=config/crd/workload
 	$(CONTROLLER_GEN) crd paths=./fleet/api/... output:crd:artifacts:config=config/crd/management
+	rm -f charts/etcdfleet/crds/*.yaml charts/etcdfleet-workload/crds/*.yaml
+	cp config/crd/management/*.yaml charts/etcdfleet/crds/
+	cp config/crd/workload/*.yaml charts/etcdfleet-workload/crds/
+	go run ./config/rbac/gen
 
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail if generated code or CRDs drifted from the API types.
-	@git diff --exit-code -- config/crd memberctl/api fleet/api || { echo "generated files are stale: run 'make generate manifests'"; exit 1; }
+verify-generated: generate manifests ## Fail if generated code, CRDs (config/crd, charts' crds/) or workload RBAC drifted from their sources.
+	@git diff --exit-code -- $(GENERATED) && untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED)) && \
+	  { [ -z "$$untracked" ] || { echo "not committed: $$untracked"; false; }; } || \
+	  { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: lint
 lint: ## gofmt and go vet.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
 // perm is one verb on a resource (with subresource, "pods/portforward"),
@@ -73,39 +74,26 @@ var mgmtMetricsAuthPerms = join(
 	perms("authorization.k8s.io", "subjectaccessreviews", "create"),
 )
 
-// workloadPerms is what the manager does in a workload cluster, from the
-// code: memberctl/etcdmember (finalizer patch, status update, Pod and member
-// deletes), memberctl/etcdcluster (member create/patch/delete, status update and
-// patch), memberctl/component/{pod,pvc,service,pdb}, memberctl/etcd (TLS Secrets
-// read by name through the APIReader), the event recorder, the port-forward
-// dialer, and the caches of every owned kind. Owner references that block
-// deletion need update on the owners' finalizers.
-var workloadPerms = join(
-	perms(etcdGroup, "etcdclusters", "get", "list", "watch"),
-	perms(etcdGroup, "etcdclusters/status", "update"),
-	perms(etcdGroup, "etcdclusters/finalizers", "update"),
-	perms(etcdGroup, "etcdmembers", "get", "list", "watch", "create", "patch", "delete"),
-	perms(etcdGroup, "etcdmembers/status", "update", "patch"),
-	perms(etcdGroup, "etcdmembers/finalizers", "update"),
-	perms("", "pods", "get", "list", "watch", "create", "patch", "delete"),
-	perms("", "pods/portforward", "get", "create"),
-	perms("", "persistentvolumeclaims", "get", "list", "watch", "create"),
-	perms("", "services", "get", "list", "watch", "create", "patch"),
-	perms("policy", "poddisruptionbudgets", "get", "list", "watch", "create", "patch", "delete"),
-	perms("", "events", "create", "patch"),
-	perms("", "secrets", "get"),
-	// memberctl/etcdsnapshot: status update, the cleanup finalizer (patch),
-	// the Jobs it owns (created once; a failed cleanup Job is deleted to be
-	// replaced). memberctl/etcdbackup creates scheduled snapshots and
-	// deletes those retention drops.
-	perms(etcdGroup, "etcdsnapshots", "get", "list", "watch", "create", "patch", "delete"),
-	perms(etcdGroup, "etcdsnapshots/status", "update"),
-	perms(etcdGroup, "etcdsnapshots/finalizers", "update"),
-	// memberctl/etcddefrag: status update; the schedule creates and prunes.
-	perms(etcdGroup, "etcddefrags", "get", "list", "watch", "create", "delete"),
-	perms(etcdGroup, "etcddefrags/status", "update"),
-	perms("batch", "jobs", "get", "list", "watch", "create", "delete"),
-)
+// workloadPerms is what the manager does in a workload cluster:
+// workload.Permissions, the table config/rbac/workload/cluster_role.yaml and
+// the workload chart's rules are generated from (make manifests).
+var workloadPerms = func() []perm {
+	var out []perm
+	for _, p := range workload.Permissions() {
+		out = append(out, perms(p.Group, p.RBACResource(), p.Verbs...)...)
+	}
+	return out
+}()
+
+// workloadRules are workload.Permissions as the generated ClusterRoles
+// must hold them: rule for rule, in order.
+func workloadRules() []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, p := range workload.Permissions() {
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.Group}, Resources: []string{p.RBACResource()}, Verbs: p.Verbs})
+	}
+	return out
+}
 
 // identityPerms are those of the identity ClusterRole, bound cluster-wide
 // in both modes: the provider reads the kube-system Namespace to identify
@@ -166,13 +154,16 @@ func samePerms(t *testing.T, what string, got, want []perm) {
 	}
 }
 
-// TestWorkloadRBACMatchesConfig: config/rbac/workload grants exactly
-// workloadPerms, and the workload chart's documented install renders the
-// same ServiceAccount, ClusterRole and binding.
+// TestWorkloadRBACMatchesConfig: config/rbac/workload and the workload
+// chart's documented install grant workload.Permissions, rule for rule (the
+// chart through its generated _rules.tpl), and the same ServiceAccount,
+// binding, identity role and admission policies.
 func TestWorkloadRBACMatchesConfig(t *testing.T) {
 	cfgObjs := configRBAC(t)
 	role := convert[rbacv1.ClusterRole](t, find(t, cfgObjs, "ClusterRole", "etcdfleet-workload"))
-	samePerms(t, "config/rbac/workload ClusterRole", expand(t, role.Rules), workloadPerms)
+	if !equalJSON(t, role.Rules, workloadRules()) {
+		t.Errorf("config/rbac/workload/cluster_role.yaml does not hold workload.Permissions: run make manifests")
+	}
 	sa := find(t, cfgObjs, "ServiceAccount", saName)
 	if sa.GetNamespace() != systemNS {
 		t.Errorf("ServiceAccount in %q, want %q", sa.GetNamespace(), systemNS)
@@ -191,9 +182,8 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 
 	objs := mustTemplate(t, workloadChart, workloadRelease, systemNS)
 	chartRole := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "etcdfleet-workload"))
-	samePerms(t, "charts/etcdfleet-workload ClusterRole", expand(t, chartRole.Rules), workloadPerms)
-	if !equalJSON(t, chartRole.Rules, role.Rules) {
-		t.Errorf("the chart's ClusterRole rules differ from config/rbac/workload/cluster_role.yaml (order included)")
+	if !equalJSON(t, chartRole.Rules, workloadRules()) {
+		t.Errorf("the chart's ClusterRole does not render workload.Permissions (templates/_rules.tpl, included by rbac.yaml)")
 	}
 	chartBinding := convert[rbacv1.ClusterRoleBinding](t, find(t, objs, "ClusterRoleBinding", "etcdfleet-workload"))
 	if chartBinding.RoleRef != binding.RoleRef || !slices.Equal(chartBinding.Subjects, binding.Subjects) {
