@@ -7,12 +7,21 @@ import (
 	"github.com/etcdfleet/etcdfleet/config/settings"
 )
 
+// crdDir is config/crd/<kind> of this checkout, found from this file's
+// path so that it does not depend on the working directory.
+func crdDir(kind string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", kind)
+}
+
+// WorkloadCRDDir is this checkout's workload CRD directory (the memberctl
+// API), for a sandbox whose clusters run memberctl alone.
+func WorkloadCRDDir() string { return crdDir("workload") }
+
 // CRDDirs are this checkout's workload and management CRD directories,
 // for a sandbox that runs the fleet manager.
 func CRDDirs() []string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
-	return []string{filepath.Join(root, "config", "crd", "workload"), filepath.Join(root, "config", "crd", "management")}
+	return []string{WorkloadCRDDir(), crdDir("management")}
 }
 
 // ManagerConfig is settings.Default() for a fleet manager run in the test

@@ -1,7 +1,6 @@
 package memberctl_test
 
 import (
-	"os"
 	"slices"
 	"time"
 
@@ -17,9 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
-	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
 )
 
 // spec.backup on the "pf" cluster: an interval schedule storing to real
@@ -28,19 +25,13 @@ var _ = Describe("Scheduled backup", func() {
 	const cluster, ns, name, bucket, prefix = "pf", "backups", "scheduled", "backups", "sched"
 
 	It("takes a snapshot every interval and keeps only the newest two, as EtcdSnapshots and as objects", func(ctx SpecContext) {
-		dir, err := os.MkdirTemp("", "objstore-")
-		Expect(err).NotTo(HaveOccurred())
-		s3, err := objstore.Start(ctx, dir)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { s3.Stop(); _ = os.RemoveAll(dir) })
-		Expect(s3.MakeBucket(ctx, bucket)).To(Succeed())
+		s3 := e2eutil.StartObjectStore(ctx, bucket)
 		mc, err := s3.Client()
 		Expect(err).NotTo(HaveOccurred())
 
 		c := clients[cluster]
 		namespace(ctx, cluster, ns)
-		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-			StringData: map[string]string{agent.AccessKeyIDKey: s3.AccessKey, agent.SecretAccessKeyKey: s3.SecretKey}})).To(Succeed())
+		Expect(c.Create(ctx, e2eutil.S3Secret(ns, s3))).To(Succeed())
 		ec := e2eutil.NewEtcdCluster(ns, name, 1, false)
 		ec.Spec.Backup = &v1alpha1.BackupSpec{
 			Interval: &metav1.Duration{Duration: 10 * time.Second}, // the shortest allowed

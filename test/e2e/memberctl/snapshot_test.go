@@ -35,12 +35,7 @@ var _ = Describe("EtcdSnapshot", Ordered, func() {
 	var s3 *objstore.Server
 
 	BeforeAll(func(ctx SpecContext) {
-		dir, err := os.MkdirTemp("", "objstore-")
-		Expect(err).NotTo(HaveOccurred())
-		s3, err = objstore.Start(ctx, dir)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { s3.Stop(); _ = os.RemoveAll(dir) })
-		Expect(s3.MakeBucket(ctx, "backups")).To(Succeed())
+		s3 = e2eutil.StartObjectStore(ctx, "backups")
 
 		c := clients[cluster]
 		namespace(ctx, cluster, ns)
@@ -49,8 +44,7 @@ var _ = Describe("EtcdSnapshot", Ordered, func() {
 		etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
 		defer etcd.Close()
 		etcd.PutKeys(ctx, "k", 200)
-		Expect(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
-			StringData: map[string]string{agent.AccessKeyIDKey: s3.AccessKey, agent.SecretAccessKeyKey: s3.SecretKey}})).To(Succeed())
+		Expect(c.Create(ctx, e2eutil.S3Secret(ns, s3))).To(Succeed())
 	}, NodeTimeout(4*time.Minute))
 
 	// complete waits for the snapshot to reach a final phase and wants Complete.

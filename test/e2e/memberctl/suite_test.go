@@ -4,8 +4,6 @@ package memberctl_test
 
 import (
 	"context"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -40,17 +38,12 @@ func TestMemberctl(t *testing.T) {
 // Why each failed spec failed, at the end of the output where CI shows it.
 var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
 
-func crdDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "workload")
-}
-
 var _ = BeforeSuite(func(ctx SpecContext) {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	fleet, err = sandbox.Start(ctx, sandbox.Options{
 		Clusters: []string{"pf", "direct", "faults"},
-		CRDDirs:  []string{crdDir()},
+		CRDDirs:  []string{e2eutil.WorkloadCRDDir()},
 		Kubelet:  kubelet.Options{RestartBackoff: 200 * time.Millisecond, MaxRestartBackoff: time.Second},
 		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
 	})

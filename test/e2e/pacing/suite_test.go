@@ -7,7 +7,6 @@ package pacing_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 	"github.com/etcdfleet/etcdfleet/config/settings"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
-	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
@@ -79,17 +77,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	for i := 1; i <= workloadCount; i++ {
 		workloads = append(workloads, fmt.Sprintf("w%02d", i))
 	}
-	dir, err := os.MkdirTemp("", "objstore-")
-	Expect(err).NotTo(HaveOccurred())
-	s3, err = objstore.Start(ctx, dir)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { s3.Stop(); _ = os.RemoveAll(dir) })
-	Expect(s3.MakeBucket(ctx, bucket)).To(Succeed())
+	s3 = e2eutil.StartObjectStore(ctx, bucket)
 
 	start := time.Now()
 	// One Node per cluster: each runs one etcd member and one snapshot
 	// Pod at a time, and the cheapest sandbox cluster is what ten of them
 	// need on two cores.
+	var err error
 	sb, err = sandbox.Start(ctx, sandbox.Options{
 		Clusters: append([]string{"mgmt"}, workloads...),
 		Nodes:    1,
@@ -115,8 +109,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 			Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
 			Data: map[string][]byte{fleetv1.KubeconfigKey: sb.Cluster(w).Kubeconfig}})).To(Succeed())
 		Expect(wc[w].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: etcdNS}})).To(Succeed())
-		Expect(wc[w].Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: etcdNS, Name: "s3"},
-			StringData: map[string]string{agent.AccessKeyIDKey: s3.AccessKey, agent.SecretAccessKeyKey: s3.SecretKey}})).To(Succeed())
+		Expect(wc[w].Create(ctx, e2eutil.S3Secret(etcdNS, s3))).To(Succeed())
 		Expect(wc[w].Create(ctx, e2eutil.NewEtcdCluster(etcdNS, etcdName, 1, false))).To(Succeed())
 	}
 	for _, w := range workloads {
