@@ -50,7 +50,6 @@ var registered [][]byte
 const proxyPassword = "pr0xy-passw0rd-never-shown"
 
 func credentialSpecs() {
-	// Spec 6b.
 	It("never shows a credential in any Event, status, log line or metric label, through a rotation, a heal and bad Secrets", func(ctx SpecContext) {
 		baseline(ctx)
 		const rotated, bad = "w3", "w4"

@@ -199,7 +199,7 @@ func freeLoopbackAddr() string {
 // took part in: every etcdfleet_* family the runbook and the chart's
 // dashboards rely on must be served, with the replacements it made counted
 // and every workload cluster's health gauges present. It is served over
-// HTTPS to an authorized token only (scrape_test.go).
+// HTTPS to an authorized token only (helpers_metrics_test.go).
 func expectServedMetrics(ctx context.Context, url string) {
 	GinkgoHelper()
 	scraper, stranger := scrapeTokens(ctx)

@@ -15,8 +15,10 @@ import (
 )
 
 func hungSpecs() {
-	// Spec 4b. Spec 4 hangs an apiserver at reboot time and times the
-	// others from their registration after it was dropped; this one hangs
+	// The spec
+	// "heals the rest of the fleet at its usual pace while one apiserver hangs and one cluster's credentials are forbidden"
+	// hangs an apiserver at reboot time and times the others from their
+	// registration after it was dropped; this one hangs
 	// it at the worst moment: engaged, mid-heal, its first replacement just
 	// made. The limiter goes on granting its waiting members a token per
 	// round, and each grant is a reconcile that blocks on the hung

@@ -19,14 +19,17 @@ import (
 // credsNS holds the ServiceAccounts whose tokens some specs register.
 const credsNS = "fleet-creds"
 
-// Fallbacks when spec 1 or spec 2 did not run (a focused run).
+// Fallbacks when the spec
+// "engages clusters registered by Secret and disengages one whose Secret is deleted and one whose label is removed"
+// or the spec
+// "heals 4 clusters × 2 EtcdClusters × 3 members left Succeeded or Failed: every EtcdCluster Available, every key, the same member IDs"
+// did not run (a focused run).
 const (
 	fallbackHealTime   = 20 * time.Second
 	fallbackEngageTime = 500 * time.Millisecond
 )
 
 func isolationSpecs() {
-	// Spec 4.
 	It("heals the rest of the fleet at its usual pace while one apiserver hangs and one cluster's credentials are forbidden", func(ctx SpecContext) {
 		baseline(ctx)
 		const hung, forbidden = "w3", "w4"
@@ -85,7 +88,8 @@ func isolationSpecs() {
 			putSecret(ctx, w, kubeconfigData(goodKubeconfig[w]))
 		}
 		// Their Pods have been terminal since the reboot; the heal is timed
-		// from the registration, as spec 2's is from the reboot.
+		// from the registration, as the undisturbed fleet reboot's is from
+		// the reboot.
 		healed := waitHealed(ctx, regAt, before, 3*time.Minute, good...)
 		engage := map[string]time.Duration{}
 		for _, w := range good {
@@ -95,12 +99,12 @@ func isolationSpecs() {
 		}
 		heal := maxOf(healed)
 		AddReportEntry("heal time beside a hung and a forbidden cluster",
-			fmt.Sprintf("%s (per cluster: %s; undisturbed fleet reboot: %s); engage %s (spec 1: %s)",
+			fmt.Sprintf("%s (per cluster: %s; undisturbed fleet reboot: %s); engage %s (registration spec: %s)",
 				heal.Round(100*time.Millisecond), durations(healed), healRef.Round(100*time.Millisecond), durations(engage), engageRef.Round(10*time.Millisecond)))
 		Expect(heal).To(BeNumerically("<=", 2*healRef+10*time.Second), "heal time of w1 and w2 against the undisturbed %s", healRef)
 		// A hung apiserver stalling anyone else's connection would cost
 		// them up to PreflightTimeout (5 s).
-		Expect(maxOf(engage)).To(BeNumerically("<=", 2*engageRef+2*time.Second), "engage time against spec 1's %s", engageRef)
+		Expect(maxOf(engage)).To(BeNumerically("<=", 2*engageRef+2*time.Second), "engage time against the registration spec's %s", engageRef)
 
 		By("showing the hung and the forbidden cluster Connected=False with a clear reason")
 		c := expectRow(ctx, hung, fleetv1.ConditionConnected, metav1.ConditionFalse, kubeconfigsecret.ReasonDisconnected, kubeconfigsecret.ReasonUnreachable)

@@ -10,7 +10,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// TestLeaksIn checks the credential search of spec 6b without a sandbox:
+// TestLeaksIn checks, without a sandbox, the credential search of the spec
+// "never shows a credential in any Event, status, log line or metric label, through a rotation, a heal and bad Secrets":
 // any piece of 35 characters or more (needleLen + needleLen/2 - 1) of a
 // token, of a key line or of a base64-logged key is found anywhere in a
 // log; a log without them is clean.

@@ -21,7 +21,7 @@ import (
 const pausedFor = 7 * time.Second
 
 func pauseSpecs() {
-	// Spec 7, per cluster.
+	// Paused per cluster.
 	It("leaves a cluster paused by its Secret untouched through a fleet reboot until it is unpaused, then heals it", func(ctx SpecContext) {
 		baseline(ctx)
 		const paused = "w2"
@@ -58,7 +58,7 @@ func pauseSpecs() {
 		expectRow(ctx, paused, fleetv1.ConditionPaused, metav1.ConditionFalse)
 	}, SpecTimeout(5*time.Minute))
 
-	// Spec 7, fleet-wide.
+	// Paused fleet-wide.
 	It("leaves every cluster untouched through a fleet reboot while the Fleet is paused, then heals them all", func(ctx SpecContext) {
 		baseline(ctx)
 		DeferCleanup(func(ctx context.Context) { setFleetPaused(ctx, false) })

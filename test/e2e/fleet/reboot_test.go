@@ -18,7 +18,8 @@ import (
 )
 
 func rebootSpecs() {
-	// Specs 2 and 3: spec 3 judges the deletes spec 2's reboot caused.
+	// The second spec below ("paces the fleet's terminal-Pod deletes ...")
+	// judges the deletes the first one's reboot caused.
 	Context("when every node of every workload cluster reboots", func() {
 		var (
 			rebootAt time.Time

@@ -18,12 +18,12 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 )
 
-// probeNS holds the probe EtcdClusters of spec 1: replicas 0, so that the
+// probeNS holds the probe EtcdClusters of the registration spec below:
+// replicas 0, so that the
 // cluster reconciler writes a status without starting any etcd.
 const probeNS = "probe"
 
 func registrationSpecs() {
-	// Spec 1.
 	It("engages clusters registered by Secret and disengages one whose Secret is deleted and one whose label is removed", func(ctx SpecContext) {
 		reg := []string{"w1", "w2", "w3"}
 		By("starting with no cluster registered")

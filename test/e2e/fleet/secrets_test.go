@@ -28,7 +28,6 @@ import (
 )
 
 func badSecretSpecs() {
-	// Spec 5.
 	It("reports a bad YAML, a missing key and a wrong CA each with a clear condition and no credentials, leaves the rest alone, and engages each once fixed", func(ctx SpecContext) {
 		baseline(ctx)
 		cases := []struct {
@@ -88,7 +87,6 @@ func badSecretSpecs() {
 }
 
 func rotationSpecs() {
-	// Spec 6.
 	It("re-engages a cluster whose token is rotated mid-heal, and the heal completes", func(ctx SpecContext) {
 		baseline(ctx)
 		const w = "w1"

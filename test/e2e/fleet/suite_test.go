@@ -37,7 +37,9 @@ const (
 	etcdNS = "fleet"
 	// keys written to each EtcdCluster once and verified after every fault.
 	keys = 50
-	// The limiter's figures; spec 3 checks the API servers see them.
+	// The limiter's figures; the spec
+	// "paces the fleet's terminal-Pod deletes at the limiter's rate and burst, and serves every cluster fairly"
+	// checks the API servers see them.
 	limiterRate  = 2
 	limiterBurst = 4
 )
@@ -59,9 +61,11 @@ var (
 	// measured by earlier specs and compared against by later ones.
 	figures struct {
 		sync.Mutex
-		// healTime of the undisturbed fleet reboot (spec 2).
+		// healTime of the undisturbed fleet reboot, the spec
+		// "heals 4 clusters × 2 EtcdClusters × 3 members left Succeeded or Failed: every EtcdCluster Available, every key, the same member IDs".
 		healTime time.Duration
-		// engageTime: slowest Secret-to-Connected of spec 1.
+		// engageTime: slowest Secret-to-Connected of the spec
+		// "engages clusters registered by Secret and disengages one whose Secret is deleted and one whose label is removed".
 		engageTime time.Duration
 	}
 )
@@ -81,16 +85,17 @@ func managerConfig() settings.Config {
 	c.Clusters.PreflightTimeout = 5 * time.Second
 	// A hung cluster is dropped after about 15 × 2 s = 30 s: like the
 	// defaults' 5 × 10 s, longer than the fleet takes to heal, so that
-	// spec 4b's hung cluster stays engaged while the others heal, as it
-	// would in production.
+	// the hung cluster of the spec
+	// "heals three rebooted clusters within the limiter's bound while the fourth, holding more members than there are workers, hangs after its first replacement"
+	// stays engaged while the others heal, as it would in production.
 	c.Clusters.ProbeInterval, c.Clusters.ProbeTimeout, c.Clusters.FailureThreshold = 2*time.Second, 1500*time.Millisecond, 15
 	c.Dashboard.MinInterval, c.Dashboard.Resync = 250*time.Millisecond, 2*time.Second
 	// Several reboots hit the same members within minutes; reset their
 	// backoff quickly so that every reboot heals at the same pace.
 	c.Replacement.HealthyReset = 10 * time.Second
 	// Fewer workers than the members of one cluster that the limiter
-	// grants a token within a few seconds of a fleet reboot, so that spec
-	// 4b's hung cluster has more members in flight than there are workers
+	// grants a token within a few seconds of a fleet reboot, so that that
+	// spec's hung cluster has more members in flight than there are workers
 	// (a 9-member cluster beside 8 workers would cost more processes for
 	// the same).
 	// One of them per cluster: a hung cluster keeps its requests to one and
@@ -100,7 +105,9 @@ func managerConfig() settings.Config {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	// Everything logged is kept too: spec 6b greps it for credentials.
+	// Everything logged is kept too: the spec
+	// "never shows a credential in any Event, status, log line or metric label, through a rotation, a heal and bad Secrets"
+	// greps it for credentials.
 	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &suiteLog)), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
 	start := time.Now()
 	if shardingSelected() {
@@ -161,9 +168,10 @@ func directConfig(c *sandbox.Cluster) *rest.Config {
 
 // The specs, in this order (Ordered: the later ones compare against
 // figures the earlier ones measure, and fall back to fixed references when
-// focused alone). Spec 1 starts by unregistering everything, every other
-// spec from baseline(); spec 3 judges what spec 2 recorded. A failure does
-// not skip the rest (ContinueOnFailure): baseline() repairs what it can.
+// focused alone). The registration spec starts by unregistering
+// everything, every other spec from baseline(); the reboot's pacing spec
+// judges what its heal spec recorded. A failure does not skip the rest
+// (ContinueOnFailure): baseline() repairs what it can.
 var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	registrationSpecs()
 	rebootSpecs()
