@@ -105,7 +105,12 @@ func statusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the fleet summary and one row per registered cluster",
-		Args:  cobra.NoArgs,
+		Long: `Show the Fleet and the FleetClusters of --namespace as kubectl get fleet and
+kubectl get fleetclusters show them: the columns are the CRDs' printer
+columns, rendered by the apiserver. -o wide adds the columns kubectl shows
+only with -o wide; -o json and -o yaml print the Fleet's status and the
+FleetCluster objects instead.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mg, err := m.config()
 			if err != nil {
@@ -114,7 +119,7 @@ func statusCmd() *cobra.Command {
 			return ctl.Status(cmd.Context(), mg, m.namespace, output, cmd.OutOrStdout())
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml (default: tables)")
+	c.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml (default: the tables of kubectl get)")
 	m.bind(c)
 	return c
 }

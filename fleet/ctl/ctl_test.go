@@ -3,7 +3,6 @@ package ctl_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -124,17 +123,6 @@ var _ = Describe("register", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, err = register(ctx, "weak", cfg)
 		Expect(err).To(MatchError(ContainSubstring("permission denied")))
-	}, SpecTimeout(time.Minute))
-
-	It("prints the dashboard as tables and as JSON", func(ctx SpecContext) {
-		var out bytes.Buffer
-		Expect(ctl.Status(ctx, fleet.Cluster("mgmt").Config, ns, "wide", &out)).To(Succeed())
-		Expect(out.String()).To(ContainSubstring("CLUSTER"))
-		out.Reset()
-		Expect(ctl.Status(ctx, fleet.Cluster("mgmt").Config, ns, "json", &out)).To(Succeed())
-		var d ctl.Dashboard
-		Expect(json.Unmarshal(out.Bytes(), &d)).To(Succeed())
-		Expect(ctl.Status(ctx, fleet.Cluster("mgmt").Config, ns, "xml", &out)).To(MatchError(ContainSubstring("unknown output")))
 	}, SpecTimeout(time.Minute))
 
 	It("unregisters, optionally removing the workload RBAC", func(ctx SpecContext) {
