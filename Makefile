@@ -57,10 +57,11 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types (control
 # copies of config/crd (helm installs crds/ itself, before the templates).
 GENERATED := config/crd charts/etcdfleet/crds charts/etcdfleet-workload/crds \
              config/rbac/workload/cluster_role.yaml \
-             charts/etcdfleet-workload/templates/_rules.tpl memberctl/api fleet/api
+             charts/etcdfleet-workload/templates/_rules.tpl \
+             charts/etcdfleet-workload/templates/admissionpolicy.yaml memberctl/api fleet/api
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the charts' crds/, and the workload RBAC from memberctl/workload/permissions.go.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the charts' crds/, the workload RBAC from memberctl/workload/permissions.go, and the chart's admission policies from config's.
 	$(CONTROLLER_GEN) crd paths=./memberctl/api/... output:crd:artifacts:config=config/crd/workload
 	$(CONTROLLER_GEN) crd paths=./fleet/api/... output:crd:artifacts:config=config/crd/management
 	rm -f charts/etcdfleet/crds/*.yaml charts/etcdfleet-workload/crds/*.yaml
