@@ -17,10 +17,11 @@
 //
 // workload.Kinds lists each kind once with its role (For or Owns by which
 // controller), its cache narrowing, whether it is cached and its REST
-// scope. Watches, cache options, the static RESTMapper, the pre-flight
-// access checks (list and watch of every watched kind, plus the
-// port-forward verb of the Access mode) and the Scheme are derived from it
-// here, so adding a kind is one line. SetupMulticluster takes the gate's
+// scope. Watches, cache options, the static RESTMapper and the Scheme are
+// derived from it here, so adding a kind is one line. The pre-flight
+// access checks are every verb of workload.Permissions (the table the
+// workload RBAC is generated from) but the Events' writes, with only the
+// port-forward verb of the Access mode. SetupMulticluster takes the gate's
 // wake-up channel and a per-EtcdCluster-reconcile callback as plain
 // parameters: memberctl knows nothing of fleets.
 //

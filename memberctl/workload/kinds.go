@@ -37,8 +37,9 @@ const (
 // Kind is one kind the reconcilers use in a workload cluster and
 // everything that follows from it: which controller watches it, how it is
 // cached and how it is mapped. Kinds is the only list of them; watches,
-// cache options, the RESTMapper, the pre-flight access checks and the
-// Scheme are all derived from it (see memberctl/operator).
+// cache options, the RESTMapper and the Scheme are all derived from it (see
+// memberctl/operator); the RBAC and the pre-flight access checks come from
+// Permissions, whose list and watch rows a test holds to the watched kinds.
 type Kind struct {
 	Object client.Object
 	// Scope of the kind, for the static RESTMapper.
@@ -70,8 +71,7 @@ var (
 	root       = meta.RESTScopeRoot
 )
 
-// Kinds lists every kind the reconcilers use in a workload cluster. The
-// order of the watched ones is the order of the pre-flight access checks.
+// Kinds lists every kind the reconcilers use in a workload cluster.
 func Kinds() []Kind {
 	return []Kind{
 		{Object: &v1alpha1.EtcdCluster{}, Scope: namespaced, For: ClusterController, AlsoFor: []string{BackupController}},
