@@ -30,11 +30,28 @@ func Parse(field, cronExpr string, interval *metav1.Duration, uid types.UID) (Sc
 		// spreads objects; one way to say it is enough.
 		return nil, fmt.Errorf("%s.cron: use %s.interval instead of @every", field, field)
 	}
-	s, err := cron.ParseStandard(expr)
+	if strings.Contains(expr, "TZ=") {
+		// The cron library panics on a TZ prefix without fields, and a
+		// time zone would contradict the API: schedules are in UTC.
+		return nil, fmt.Errorf("%s.cron %q: schedules are in UTC; remove CRON_TZ= or TZ=", field, cronExpr)
+	}
+	s, err := parseStandard(expr)
 	if err != nil {
 		return nil, fmt.Errorf("%s.cron %q: %w", field, cronExpr, err)
 	}
 	return utcSchedule{s}, nil
+}
+
+// parseStandard is cron.ParseStandard with its panics (a library bug on
+// some malformed input) turned into errors: a bad schedule must show as
+// the object's condition, not as a crashed reconcile.
+func parseStandard(expr string) (s cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("not a cron schedule (%v)", r)
+		}
+	}()
+	return cron.ParseStandard(expr)
 }
 
 // utcSchedule evaluates a cron schedule in UTC, whatever the manager's

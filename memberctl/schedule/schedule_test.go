@@ -84,3 +84,24 @@ func TestMissedRunsCollapseIntoTheLatest(t *testing.T) {
 		t.Errorf("interval: latestDue = %s, want the due time in the last 10 s before %s", d, now)
 	}
 }
+
+// A time zone prefix panicked the cron library (and with it every
+// reconcile of the cluster); it is a plain error now, and no other input
+// panics either.
+func TestCronTimeZonePrefixIsAnError(t *testing.T) {
+	for _, expr := range []string{"CRON_TZ=UTC", "TZ=UTC", "CRON_TZ=Europe/Berlin 0 * * * *", "TZ=UTC 0 3 * * *"} {
+		_, err := schedule.Parse(field, expr, nil, "uid")
+		if err == nil || !strings.Contains(err.Error(), "remove CRON_TZ=") {
+			t.Errorf("Parse(%q) = %v, want an error saying schedules are in UTC (remove CRON_TZ=)", expr, err)
+		}
+	}
+}
+
+func FuzzParseCron(f *testing.F) {
+	for _, seed := range []string{"0 * * * *", "CRON_TZ=UTC", "@daily", "*/5 * * * *", "TZ=", "0 0 31 2 *"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		_, _ = schedule.Parse(field, expr, nil, "uid") // must not panic
+	})
+}

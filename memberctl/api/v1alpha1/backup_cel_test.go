@@ -34,6 +34,12 @@ var _ = Describe("EtcdCluster spec.backup CEL", func() {
 		expectInvalid(k8sClient.Create(ctx, newCluster(backup(v1alpha1.BackupSpec{Cron: "0 * * * *", Interval: every(time.Hour)}))), one)
 	})
 
+	It("refuses a time zone in cron: schedules are UTC, and the cron library panicked on it", func() {
+		const utc = "cron is always in UTC"
+		expectInvalid(k8sClient.Create(ctx, newCluster(backup(v1alpha1.BackupSpec{Cron: "CRON_TZ=UTC"}))), utc)
+		expectInvalid(k8sClient.Create(ctx, newCluster(backup(v1alpha1.BackupSpec{Cron: "TZ=Europe/Berlin 0 3 * * *"}))), utc)
+	})
+
 	It("allows intervals of 10s and more", func() {
 		Expect(k8sClient.Create(ctx, newCluster(backup(v1alpha1.BackupSpec{Interval: every(10 * time.Second)})))).To(Succeed())
 		expectInvalid(k8sClient.Create(ctx, newCluster(backup(v1alpha1.BackupSpec{Interval: every(9 * time.Second)}))), "interval must be at least 10s")

@@ -14,6 +14,7 @@ type BackupSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=9
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="!self.contains('TZ=')",message="cron is always in UTC: remove CRON_TZ= or TZ="
 	Cron string `json:"cron,omitempty"`
 
 	// interval between snapshots, for example "6h"; at least 10s (short

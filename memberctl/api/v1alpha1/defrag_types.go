@@ -190,6 +190,7 @@ type DefragScheduleSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=9
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="!self.contains('TZ=')",message="cron is always in UTC: remove CRON_TZ= or TZ="
 	Cron string `json:"cron,omitempty"`
 
 	// interval between runs, for example "168h". Each cluster's runs start
