@@ -23,7 +23,7 @@ func sameAdmissionPolicy(t *testing.T, cfgObjs, chartObjs []*unstructured.Unstru
 			t.Errorf("the chart's %s %s differs from config/rbac/workload/admission_policy.yaml", k.Kind, k.Name)
 		}
 	}
-	off := mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "admissionPolicy.enabled=false")
+	off := mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "admissionPolicy.enabled=false", "--set", "watchNamespaces={etcd}")
 	for _, o := range off {
 		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
 			t.Errorf("admissionPolicy.enabled=false still renders %s %s", o.GetKind(), o.GetName())
@@ -33,7 +33,7 @@ func sameAdmissionPolicy(t *testing.T, cfgObjs, chartObjs []*unstructured.Unstru
 
 // TestWorkloadChartNamespacedMode: with watchNamespaces the ClusterRole is
 // bound by a RoleBinding in each namespace and by no ClusterRoleBinding, as
-// etcdfleetctl register --watch-namespaces binds it; only the identity
+// etcdfleetctl register --namespaces binds it; only the identity
 // role keeps its ClusterRoleBinding.
 func TestWorkloadChartNamespacedMode(t *testing.T) {
 	objs := mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "watchNamespaces={team-a,team-b}")

@@ -32,9 +32,11 @@ func TestOnAPIServer(t *testing.T) {
 	// Render first: a template error needs no apiserver.
 	mgmtObjs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS)
 	// The workload chart goes in as a second release beside the plain
-	// manifests of config/rbac/workload, so both are checked for real.
+	// manifests of config/rbac/workload, so both are checked for real;
+	// cluster-wide, as those bind, so that the checks below in every
+	// namespace hold for both.
 	const wlRelease, wlNS = "wl", "wl-system"
-	wlObjs := mustTemplate(t, workloadChart, wlRelease, wlNS)
+	wlObjs := mustTemplate(t, workloadChart, wlRelease, wlNS, "--set", "clusterWide=true")
 	cfgObjs := configRBAC(t)
 
 	start := time.Now()
@@ -67,13 +69,22 @@ func TestOnAPIServer(t *testing.T) {
 				t.Errorf("NOTES lack %q:\n%s", want, out)
 			}
 		}
-		out, err = runHelm(t, "install", workloadRelease, chartDir(workloadChart), "--namespace", systemNS, "--dry-run=client", "--kubeconfig", kc)
+		out, err = runHelm(t, "install", workloadRelease, chartDir(workloadChart), "--namespace", systemNS, "--dry-run=client", "--kubeconfig", kc,
+			"--set", "clusterWide=true")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{"etcdfleetctl register w1", "kubectl create token etcdfleet -n etcdfleet-system --duration=720h"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("workload NOTES do not show how to get a token (%q):\n%s", want, out)
+			}
+		}
+		// Cluster-wide is a choice made knowingly: the notes say what it
+		// grants, and register is told the same scope.
+		for _, want := range []string{"WARNING: clusterWide=true", "get any Secret of the cluster by name", "port-forward\ninto any Pod",
+			"--mgmt-kubeconfig mgmt.kubeconfig --cluster-wide\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("cluster-wide workload NOTES lack %q:\n%s", want, out)
 			}
 		}
 	})

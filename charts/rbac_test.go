@@ -180,7 +180,8 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 		}
 	}
 
-	objs := mustTemplate(t, workloadChart, workloadRelease, systemNS)
+	// config/rbac/workload binds cluster-wide: the chart does so when asked.
+	objs := mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "clusterWide=true")
 	chartRole := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "etcdfleet-workload"))
 	if !equalJSON(t, chartRole.Rules, workloadRules()) {
 		t.Errorf("the chart's ClusterRole does not render workload.Permissions (templates/_rules.tpl, included by rbac.yaml)")
@@ -210,7 +211,7 @@ func TestWorkloadRBACMatchesConfig(t *testing.T) {
 		}
 	}
 	// With the legacy token Secret, when asked for.
-	objs = mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "tokenSecret.create=true")
+	objs = mustTemplate(t, workloadChart, workloadRelease, systemNS, "--set", "tokenSecret.create=true", "--set", "watchNamespaces={etcd}")
 	chartToken := find(t, objs, "Secret", "etcdfleet-token")
 	if chartToken.GetAnnotations()[corev1.ServiceAccountNameKey] != saName || chartToken.Object["type"] != string(corev1.SecretTypeServiceAccountToken) {
 		t.Errorf("chart token Secret %v", chartToken.Object)

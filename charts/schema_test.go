@@ -50,6 +50,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--set", "serviceAccount.name=Bad_Name"},
 		{"--set", "tokenSecret.create=maybe"},
+		{"--set", "clusterWide=yes"},
+		{"--set-string", "clusterWide=true"},
 		{"--set", "typo=1"},
 		{"--set", "watchNamespaces={Bad_NS}"},
 		{"--set", "watchNamespaces={a,a}"},
