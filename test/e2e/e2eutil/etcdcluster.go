@@ -3,6 +3,8 @@ package e2eutil
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -77,6 +79,18 @@ func MemberIDs(ctx context.Context, c client.Client, ns, cluster string) map[str
 		ids[n] = m.Status.MemberID
 	}
 	return ids
+}
+
+// MemberNames returns the names of a cluster's EtcdMembers, sorted.
+func MemberNames(ctx context.Context, c client.Client, ns, cluster string) []string {
+	GinkgoHelper()
+	return slices.Sorted(maps.Keys(Members(ctx, c, ns, cluster)))
+}
+
+// FirstMember returns the name of a cluster's EtcdMember that sorts first.
+func FirstMember(ctx context.Context, c client.Client, ns, cluster string) string {
+	GinkgoHelper()
+	return MemberNames(ctx, c, ns, cluster)[0]
 }
 
 // Etcd is a client reaching an etcd cluster through port-forward.

@@ -26,7 +26,7 @@ var _ = Describe("faults", Ordered, func() {
 
 	It("backs off and then caps replacements of a Pod that fails admission; replace-now retries once", func(ctx SpecContext) {
 		const ns, name = "admission", "adm"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		k := fleet.Cluster(cluster).Kubelet
@@ -37,7 +37,7 @@ var _ = Describe("faults", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		defer log.Stop()
 		load := startWorkload(ctx, cluster, ns, name)
-		victim := firstMember(ctx, c, ns, name)
+		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		Expect(c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}})).To(Succeed())
 
 		By("reaching the cap: ReplacementsExhausted and a Warning Event")
@@ -71,12 +71,12 @@ var _ = Describe("faults", Ordered, func() {
 
 	It("leaves the terminal Pod in place when the status write before the delete fails", func(ctx SpecContext) {
 		const ns, name = "statusfail", "sf"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 1, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
-		stopOperator(cluster)
-		defer startOperator(cluster)
-		m := firstMember(ctx, c, ns, name)
+		sb.StopOperator(cluster)
+		defer sb.StartOperator(cluster)
+		m := e2eutil.FirstMember(ctx, c, ns, name)
 		node := podNode(ctx, c, ns, m)
 		Expect(fleet.Cluster(cluster).Kubelet.RebootNode(ctx, node, kubelet.RebootOptions{})).To(Succeed())
 		before := pod(ctx, c, ns, m)
@@ -92,7 +92,7 @@ var _ = Describe("faults", Ordered, func() {
 
 	It("heals a reboot that happened while the controller was stopped, deleting each Pod once", func(ctx SpecContext) {
 		const ns, name = "offline", "off"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
@@ -104,10 +104,10 @@ var _ = Describe("faults", Ordered, func() {
 		defer log.Stop()
 		uids := e2eutil.PodUIDs(ctx, c, ns, name)
 		load := startWorkload(ctx, cluster, ns, name)
-		stopOperator(cluster)
+		sb.StopOperator(cluster)
 		Expect(fleet.Cluster(cluster).Reboot(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: time.Second})).To(Succeed())
 		time.Sleep(2 * time.Second)
-		startOperator(cluster)
+		sb.StartOperator(cluster)
 		e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		load.StopAndCheck()
@@ -122,11 +122,11 @@ var _ = Describe("faults", Ordered, func() {
 
 	It("replaces a crash-looping member only while the others hold quorum", func(ctx SpecContext) {
 		const ns, name = "crashloop", "cl"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		k := fleet.Cluster(cluster).Kubelet
-		names := memberNames(ctx, c, ns, name)
+		names := e2eutil.MemberNames(ctx, c, ns, name)
 		load := startWorkload(ctx, cluster, ns, name)
 
 		By("two members crash-looping: quorum would not hold, so neither is replaced")
@@ -158,7 +158,7 @@ var _ = Describe("faults", Ordered, func() {
 
 	It("surfaces QuorumLost for a memory cluster after a reboot and never revives a member under its old ID", func(ctx SpecContext) {
 		const ns, name = "memory", "mem"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, true))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		ids := e2eutil.MemberIDs(ctx, c, ns, name)

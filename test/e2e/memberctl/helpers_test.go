@@ -3,7 +3,6 @@ package memberctl_test
 import (
 	"context"
 	"errors"
-	"sort"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +16,6 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
-	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
 
@@ -25,19 +23,6 @@ import (
 // for linearizability by StopAndCheck, once the fault has healed.
 func startWorkload(ctx context.Context, cluster, ns, name string) *lincheck.Running {
 	return lincheck.Start(ctx, lincheck.Target{Config: fleet.Cluster(cluster).Config, Client: clients[cluster], Namespace: ns, Cluster: name})
-}
-
-func memberNames(ctx context.Context, c client.Client, ns, cluster string) []string {
-	var names []string
-	for n := range e2eutil.Members(ctx, c, ns, cluster) {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func firstMember(ctx context.Context, c client.Client, ns, cluster string) string {
-	return memberNames(ctx, c, ns, cluster)[0]
 }
 
 func getMember(ctx context.Context, c client.Client, ns, name string) *v1alpha1.EtcdMember {

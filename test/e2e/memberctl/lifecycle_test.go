@@ -18,13 +18,13 @@ import (
 // The lifecycle runs once per way of reaching etcd.
 var _ = Describe("an EtcdCluster's lifecycle", func() {
 	for _, cluster := range []string{"pf", "direct"} {
-		Context("reached "+string(access(cluster)), Ordered, func() {
+		Context("reached "+string(e2eutil.AccessFor(cluster)), Ordered, func() {
 			const ns, name = "lifecycle", "main"
 			var ids map[string]string
 
 			It("bootstraps 3 members to Available and takes 1,000 keys", func(ctx SpecContext) {
 				c := clients[cluster]
-				namespace(ctx, cluster, ns)
+				sb.Namespace(ctx, cluster, ns)
 				Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, false))).To(Succeed())
 				e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 				etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)

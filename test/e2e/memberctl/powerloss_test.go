@@ -29,7 +29,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		const ns, name = "pl-one", "plone"
 		etcd, ids := startCluster(ctx, c, ns, name, true)
 		load := startWorkload(ctx, cluster, ns, name)
-		victim := firstMember(ctx, c, ns, name)
+		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		k := fleet.Cluster(cluster).Kubelet
 		Expect(k.PowerLoss(ctx, podNode(ctx, c, ns, victim), 2*time.Second)).To(Succeed())
 
@@ -133,7 +133,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 // shared sandbox cluster do not touch it.
 func startCluster(ctx context.Context, c client.Client, ns, name string, memory bool) (*e2eutil.Etcd, map[string]string) {
 	GinkgoHelper()
-	namespace(ctx, "faults", ns)
+	sb.Namespace(ctx, "faults", ns)
 	ec := e2eutil.NewEtcdCluster(ns, name, 3, memory)
 	Expect(c.Create(ctx, ec)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })

@@ -29,14 +29,14 @@ var _ = Describe("replacement safety", Ordered, func() {
 
 	It("replaces two crash-looping members one at a time, never at the cost of quorum", func(ctx SpecContext) {
 		const ns, name = "twoloops", "tl"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 5, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
 		putKeys(ctx, ns, name)
 		load := startWorkload(ctx, cluster, ns, name)
 		removals := watchRemovals(ctx, c, ns)
 		defer removals.stop()
-		names := memberNames(ctx, c, ns, name)
+		names := e2eutil.MemberNames(ctx, c, ns, name)
 
 		stop := crashLoop(fleet.Cluster(cluster).Kubelet, ns, names[:2]...)
 		defer stop()
@@ -55,14 +55,14 @@ var _ = Describe("replacement safety", Ordered, func() {
 
 	It("removes nothing when a memory member's Pod only drops out of the cache", func(ctx SpecContext) {
 		const ns, name = "relabel", "rl"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, true))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		putKeys(ctx, ns, name)
 		load := startWorkload(ctx, cluster, ns, name)
 		removals := watchRemovals(ctx, c, ns)
 		defer removals.stop()
-		victim := firstMember(ctx, c, ns, name)
+		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		uid := pod(ctx, c, ns, victim).UID
 
 		setPodLabel(ctx, c, ns, victim, v1alpha1.LabelManagedBy, "someone-else") // the operator's cache filters on it
@@ -80,7 +80,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 
 	It("caps a deterministic pod-loss loop on the EtcdCluster, with ReplacementsExhausted and an Event", func(ctx SpecContext) {
 		const ns, name = "lossloop", "ll"
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, true))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		putKeys(ctx, ns, name)
@@ -95,7 +95,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		defer setAdmission(false)
 		// Every new member's Pod now fails admission, its memory member is
 		// lost with it and replaced by another new member: a loop.
-		victim := firstMember(ctx, c, ns, name)
+		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		Expect(c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}})).To(Succeed())
 
 		var ec v1alpha1.EtcdCluster

@@ -1,4 +1,4 @@
-package memberctl_test
+package etcddata_test
 
 import (
 	"context"
@@ -38,7 +38,7 @@ var _ = Describe("EtcdSnapshot", Ordered, func() {
 		s3 = e2eutil.StartObjectStore(ctx, "backups")
 
 		c := clients[cluster]
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)

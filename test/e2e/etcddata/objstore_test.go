@@ -1,4 +1,4 @@
-package memberctl_test
+package etcddata_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 func objectStore(ctx context.Context, cluster, ns string) *objstore.Server {
 	GinkgoHelper()
 	s3 := e2eutil.StartObjectStore(ctx, "backups")
-	namespace(ctx, cluster, ns)
+	sb.Namespace(ctx, cluster, ns)
 	Expect(clients[cluster].Create(ctx, e2eutil.S3Secret(ns, s3))).To(Succeed())
 	return s3
 }

@@ -1,4 +1,4 @@
-package memberctl_test
+package etcddata_test
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package memberctl_test
+package etcddata_test
 
 import (
 	"context"
@@ -32,7 +32,7 @@ var _ = Describe("EtcdDefrag", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		c = clients[cluster]
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		etcdc = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
@@ -65,7 +65,7 @@ var _ = Describe("EtcdDefrag", Ordered, func() {
 			}
 		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 		By("making the member that sorts first the leader, so that an order by name alone would do it first")
-		first := firstMember(ctx, c, ns, name)
+		first := e2eutil.FirstMember(ctx, c, ns, name)
 		firstID, err := strconv.ParseUint(e2eutil.MemberIDs(ctx, c, ns, name)[first], 16, 64)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() error {
@@ -140,14 +140,14 @@ var _ = Describe("EtcdDefrag", Ordered, func() {
 	}, SpecTimeout(3*time.Minute))
 
 	It("resumes after a restart without redoing the members already recorded", func(ctx SpecContext) {
-		stopOperator(cluster)
+		sb.StopOperator(cluster)
 		DeferCleanup(func() {
-			if operators[cluster] == nil {
-				startOperator(cluster)
+			if !sb.OperatorRunning(cluster) {
+				sb.StartOperator(cluster)
 			}
 		})
 		create(ctx, "resumed", v1alpha1.DefragThresholds{})
-		names := memberNames(ctx, c, ns, name)
+		names := e2eutil.MemberNames(ctx, c, ns, name)
 		done := names[len(names)-1]
 		d := &v1alpha1.EtcdDefrag{}
 		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "resumed"}, d)).To(Succeed())
@@ -157,7 +157,7 @@ var _ = Describe("EtcdDefrag", Ordered, func() {
 			Outcome: v1alpha1.DefragOutcomeSkipped, Message: "recorded before the restart", Time: now}}
 		Expect(c.Status().Update(ctx, d)).To(Succeed())
 
-		startOperator(cluster)
+		sb.StartOperator(cluster)
 		d = final(ctx, "resumed")
 		Expect(d.Status.Phase).To(Equal(v1alpha1.DefragComplete), "conditions %+v", d.Status.Conditions)
 		Expect(d.Status.Members).To(HaveLen(len(names)), "one result per member")

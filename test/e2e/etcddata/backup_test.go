@@ -1,4 +1,4 @@
-package memberctl_test
+package etcddata_test
 
 import (
 	"slices"
@@ -30,7 +30,7 @@ var _ = Describe("Scheduled backup", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		c := clients[cluster]
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		Expect(c.Create(ctx, e2eutil.S3Secret(ns, s3))).To(Succeed())
 		ec := e2eutil.NewEtcdCluster(ns, name, 1, false)
 		ec.Spec.Backup = &v1alpha1.BackupSpec{

@@ -1,4 +1,4 @@
-package memberctl_test
+package etcddata_test
 
 import (
 	"time"
@@ -20,7 +20,8 @@ import (
 // cluster loses power, every tmpfs comes back empty, and with
 // spec.recovery.restoreOnTotalLoss the cluster is re-bootstrapped from its
 // newest Complete EtcdSnapshot, stored in real object storage (SeaweedFS).
-// Without the opt-in the cluster stays down: see powerloss_test.go.
+// Without the opt-in the cluster stays down: see
+// test/e2e/memberctl/powerloss_test.go.
 var _ = Describe("restore after total loss", func() {
 	const cluster, ns, name = "faults", "total-loss", "tl"
 

@@ -1,4 +1,4 @@
-package memberctl_test
+package etcddata_test
 
 import (
 	"context"
@@ -29,7 +29,7 @@ var _ = Describe("EtcdDefrag on a cluster out of space", func() {
 
 	It("disarms the NOSPACE alarm once the space is free, so that etcd takes writes again", func(ctx SpecContext) {
 		c := clients[cluster]
-		namespace(ctx, cluster, ns)
+		sb.Namespace(ctx, cluster, ns)
 		ec := e2eutil.NewEtcdCluster(ns, name, 1, false)
 		ec.Spec.Options = &v1alpha1.EtcdOptions{QuotaBackendBytes: ptr.To[int64](quota)}
 		Expect(c.Create(ctx, ec)).To(Succeed())

@@ -1,0 +1,100 @@
+package e2eutil
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
+)
+
+// DirectCluster is the sandbox cluster name that OperatedSandbox operates
+// by dialling Pod IPs; it operates every other cluster over port-forward
+// through its apiserver.
+const DirectCluster = "direct"
+
+// AccessFor is how OperatedSandbox's operator reaches etcd on the sandbox
+// cluster named cluster: operator.Direct for DirectCluster, else
+// operator.PortForward. It needs no sandbox, so that a spec tree can be
+// built from it.
+func AccessFor(cluster string) operator.Access {
+	if cluster == DirectCluster {
+		return operator.Direct
+	}
+	return operator.PortForward
+}
+
+// OperatedSandbox is a sandbox whose clusters each run the single-cluster
+// operator (memberctl) in the test process, the setup the memberctl e2e
+// suites share: a client for each cluster, and operators that a spec may
+// stop and start again (an operator restart).
+type OperatedSandbox struct {
+	Fleet *sandbox.Fleet
+	// Clients holds a client of each cluster, by cluster name.
+	Clients   map[string]client.WithWatch
+	operators map[string]func()
+}
+
+// StartOperatedSandbox starts a sandbox of the named clusters, with the
+// workload CRDs and a kubelet that restarts containers quickly (200 ms
+// backoff, 1 s at most), then a client and an operator (AccessFor) for each
+// cluster. Call it from a BeforeSuite: the operators and the sandbox stop
+// when that node's cleanup runs (DeferCleanup).
+func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSandbox {
+	GinkgoHelper()
+	fleet, err := sandbox.Start(ctx, sandbox.Options{
+		Clusters: clusters,
+		CRDDirs:  []string{WorkloadCRDDir()},
+		Kubelet:  kubelet.Options{RestartBackoff: 200 * time.Millisecond, MaxRestartBackoff: time.Second},
+		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
+	})
+	Expect(err).NotTo(HaveOccurred())
+	s := &OperatedSandbox{Fleet: fleet, Clients: map[string]client.WithWatch{}, operators: map[string]func(){}}
+	DeferCleanup(func() {
+		for _, stop := range s.operators {
+			stop()
+		}
+		Expect(fleet.Stop()).To(Succeed())
+	})
+	for _, name := range clusters {
+		c, err := client.NewWithWatch(fleet.Cluster(name).Config, client.Options{Scheme: Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		s.Clients[name] = c
+		s.StartOperator(name)
+	}
+	return s
+}
+
+// StartOperator starts the operator of cluster name (after StopOperator).
+func (s *OperatedSandbox) StartOperator(name string) {
+	GinkgoHelper()
+	s.operators[name] = StartOperator(context.Background(), s.Fleet.Cluster(name).Config, operator.Options{Access: AccessFor(name)})
+}
+
+// StopOperator stops the operator of cluster name and waits for it to
+// exit; it does nothing if that operator is stopped already.
+func (s *OperatedSandbox) StopOperator(name string) {
+	if stop := s.operators[name]; stop != nil {
+		stop()
+		delete(s.operators, name)
+	}
+}
+
+// OperatorRunning reports whether the operator of cluster name runs.
+func (s *OperatedSandbox) OperatorRunning(name string) bool {
+	return s.operators[name] != nil
+}
+
+// Namespace creates namespace ns in cluster, unless it exists.
+func (s *OperatedSandbox) Namespace(ctx context.Context, cluster, ns string) {
+	GinkgoHelper()
+	_, err := s.Fleet.Cluster(cluster).Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+}
