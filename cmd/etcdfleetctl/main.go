@@ -37,22 +37,43 @@ func registerCmd() *cobra.Command {
 	var m mgmtFlags
 	var kubeconfig, kctx, server string
 	var ttl time.Duration
-	var watch, images []string
+	var watch, oldWatch, images []string
+	var clusterWide bool
 	c := &cobra.Command{
-		Use:   "register NAME",
+		Use:   "register NAME (--namespaces=a,b | --cluster-wide)",
 		Short: "Install etcdfleet's CRDs and least-privilege RBAC in a workload cluster and register it by Secret (again: rotates the token)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Install etcdfleet's CRDs, the manager's ServiceAccount, RBAC and admission
+policies in a workload cluster, mint an expiring token of that
+ServiceAccount and register the cluster with a Secret holding it on the
+management cluster. Run it again to rotate the token.
+
+Where the manager may act is always your choice, on every run:
+  --namespaces=a,b  its role is bound by a RoleBinding in each of these
+                    namespaces only (recommended);
+  --cluster-wide    its role is bound in every namespace: the token can then
+                    get any Secret of the cluster by name and port-forward
+                    into any Pod.
+Either way only reading the kube-system Namespace, the cluster's identity,
+is granted cluster-wide besides.`,
+		Example: `  etcdfleetctl register prod-eu-1 --namespaces=etcd --kubeconfig prod-eu-1.kubeconfig --mgmt-kubeconfig mgmt.kubeconfig`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			wl, err := ctl.RESTConfig(kubeconfig, kctx)
-			if err != nil {
+			o := ctl.RegisterOptions{Name: args[0], Namespace: m.namespace, TokenDuration: ttl,
+				WatchNamespaces: append(watch, oldWatch...), ClusterWide: clusterWide, AllowedImages: images, Server: server,
+				Out: cmd.OutOrStdout(), Warnings: cmd.ErrOrStderr()}
+			// The scope first: a missing choice is refused before any
+			// kubeconfig is read.
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			mg, err := m.config()
-			if err != nil {
+			var err error
+			if o.Workload, err = ctl.RESTConfig(kubeconfig, kctx); err != nil {
 				return err
 			}
-			return ctl.Register(cmd.Context(), ctl.RegisterOptions{Name: args[0], Workload: wl, Management: mg,
-				Namespace: m.namespace, TokenDuration: ttl, WatchNamespaces: watch, AllowedImages: images, Server: server, Out: cmd.OutOrStdout()})
+			if o.Management, err = m.config(); err != nil {
+				return err
+			}
+			return ctl.Register(cmd.Context(), o)
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster, with rights to install CRDs and RBAC (default $KUBECONFIG or ~/.kube/config)")
@@ -60,8 +81,14 @@ func registerCmd() *cobra.Command {
 	c.Flags().StringVar(&server, "server", "", "workload apiserver URL as the manager reaches it (default: the one in --kubeconfig)")
 	c.Flags().DurationVar(&ttl, "token-duration", ctl.DefaultTokenDuration,
 		"lifetime asked for the minted ServiceAccount token (the apiserver may grant less); re-run register before it expires to rotate it, which revokes the previous token")
-	c.Flags().StringSliceVar(&watch, "watch-namespaces", nil,
-		"namespaced mode: grant the manager its rights only in these namespaces (RoleBindings) and scope its caches to them (default: the whole cluster)")
+	c.Flags().StringSliceVar(&watch, "namespaces", nil,
+		"namespaces of the workload cluster the manager may act in, which must exist: a RoleBinding in each, and its caches scoped to them; this or --cluster-wide is required (not -n/--namespace, the registration Secret's namespace on the management cluster)")
+	// The old name still works, so that scripts written for it keep the
+	// narrow scope they asked for; cobra says it is deprecated on use.
+	c.Flags().StringSliceVar(&oldWatch, "watch-namespaces", nil, "old name of --namespaces")
+	_ = c.Flags().MarkDeprecated("watch-namespaces", "use --namespaces")
+	c.Flags().BoolVar(&clusterWide, "cluster-wide", false,
+		"grant the manager its rights in every namespace (a ClusterRoleBinding): the token can then get any Secret by name and port-forward into any Pod; this or --namespaces is required")
 	c.Flags().StringSliceVar(&images, "allowed-images", nil,
 		"image repositories the admission policy lets etcdfleet's Pods run, replacing the defaults (etcd's official images and etcdfleet's own); list your mirrors, including the manager's agentImage")
 	m.bind(c)

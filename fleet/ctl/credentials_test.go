@@ -93,7 +93,7 @@ func providerClientset(cfg *rest.Config) *kubernetes.Clientset {
 var _ = Describe("register's credentials", Ordered, func() {
 	It("records the expiry the apiserver granted and binds the token to a registration Secret", func(ctx SpecContext) {
 		before := time.Now()
-		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", TokenDuration: 2 * time.Hour})
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", TokenDuration: 2 * time.Hour, ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
 		exp, err := time.Parse(time.RFC3339, annotations(ctx, "cred")[fleetv1.TokenExpiresAtAnnotation])
 		Expect(err).NotTo(HaveOccurred())
@@ -107,7 +107,7 @@ var _ = Describe("register's credentials", Ordered, func() {
 	It("revokes the previous token when run again", func(ctx SpecContext) {
 		old := registered(ctx, "cred")
 		oldSecret := registrationSecrets(ctx, "cred")[0].Name
-		out, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
+		out, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("revoked the previous token"))
 		Expect(registrationSecrets(ctx, "cred")).To(ConsistOf(Not(HaveField("Name", oldSecret))))
@@ -126,18 +126,18 @@ var _ = Describe("register's credentials", Ordered, func() {
 		fromFile.CAData, fromFile.CAFile = nil, caFile
 		// The same name as the other specs: w1 is registered once (a
 		// second name would be refused as a duplicate).
-		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", Workload: fromFile})
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", Workload: fromFile, ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(registered(ctx, "cred").CAData).To(Equal(w1.CAData))
 		Expect(rejected(ctx, registered(ctx, "cred"))()).To(BeFalse(), "the registered kubeconfig verifies the server")
 
 		noCA := rest.CopyConfig(w1)
 		noCA.CAData = nil
-		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "noca", Workload: noCA})
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "noca", Workload: noCA, ClusterWide: true})
 		Expect(err).To(MatchError(ContainSubstring("names no CA")))
 		insecure := rest.CopyConfig(noCA)
 		insecure.Insecure = true
-		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "noca", Workload: insecure})
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "noca", Workload: insecure, ClusterWide: true})
 		Expect(err).To(MatchError(ContainSubstring("insecure-skip-tls-verify")))
 		_, err = fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, "noca", metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing registered")
@@ -179,7 +179,7 @@ var _ = Describe("register's credentials", Ordered, func() {
 		_, err = kubeconfigsecret.KubeSystemUID(ctx, cfg)
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the identity is unreadable: %v", err)
 
-		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(annotations(ctx, "cred")).NotTo(HaveKey(fleetv1.WatchNamespacesAnnotation))
 		_, err = w1.Clientset.RbacV1().RoleBindings("team-a").Get(ctx, ctl.WorkloadClusterRole, metav1.GetOptions{})
@@ -199,12 +199,12 @@ var _ = Describe("register's credentials", Ordered, func() {
 			}
 			return ""
 		}
-		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"registry.example.com:5000/etcd", "registry.example.com/etcdfleet"}})
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"registry.example.com:5000/etcd", "registry.example.com/etcdfleet"}, ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(allowed()).To(Equal("['registry.example.com:5000/etcd', 'registry.example.com/etcdfleet']"))
-		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"evil' || true || '"}})
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"evil' || true || '"}, ClusterWide: true})
 		Expect(err).To(MatchError(ContainSubstring("is not an image repository")))
-		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred"})
+		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(allowed()).To(ContainSubstring("'quay.io/coreos/etcd'"), "the defaults again")
 	}, SpecTimeout(time.Minute))

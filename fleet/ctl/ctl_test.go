@@ -42,8 +42,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 const ns = "etcdfleet-system"
 
+// register registers cluster-wide: the specs below check rights in any
+// namespace, and the cluster-wide warning.
 func register(ctx context.Context, name string, workload *rest.Config) (string, error) {
-	return registerWith(ctx, ctl.RegisterOptions{Name: name, Workload: workload, TokenDuration: time.Hour})
+	return registerWith(ctx, ctl.RegisterOptions{Name: name, Workload: workload, TokenDuration: time.Hour, ClusterWide: true})
 }
 
 // registered returns the rest.Config the manager would build from the Secret.
@@ -69,8 +71,9 @@ func can(ctx context.Context, cfg *rest.Config, verb, group, resource, sub, name
 var _ = Describe("register", Ordered, func() {
 	It("installs the workload side and writes a Secret holding only the server, CA and a ServiceAccount token", func(ctx SpecContext) {
 		w1 := fleet.Cluster("w1")
-		_, err := register(ctx, "w1", w1.Config)
+		out, err := register(ctx, "w1", w1.Config)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring(ctl.ClusterWideWarning), "cluster-wide says what it grants")
 		cfg := registered(ctx, "w1")
 		Expect(cfg.Host).To(Equal(w1.Config.Host))
 		Expect(cfg.BearerToken).NotTo(BeEmpty())

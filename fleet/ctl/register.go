@@ -40,10 +40,15 @@ type RegisterOptions struct {
 	// DefaultTokenDuration); the apiserver may grant less, and the granted
 	// expiry is what the Secret records.
 	TokenDuration time.Duration
-	// WatchNamespaces, when set, grant the manager its rights in these
-	// namespaces only (RoleBindings instead of the ClusterRoleBinding) and
-	// scope its caches for the cluster to them. Empty: the whole cluster.
+	// WatchNamespaces (--namespaces) grant the manager its rights in these
+	// namespaces only, by RoleBindings, and scope its caches for the cluster
+	// to them. Exactly one of WatchNamespaces and ClusterWide is required:
+	// register never picks the scope for the caller.
 	WatchNamespaces []string
+	// ClusterWide (--cluster-wide) binds the rights by a ClusterRoleBinding
+	// instead, in every namespace; Register warns what that grants
+	// (ClusterWideWarning).
+	ClusterWide bool
 	// AllowedImages replaces the image repositories the admission policy
 	// lets etcdfleet's Pods run (default: config/rbac/workload's, etcd's
 	// official images and etcdfleet's own). Name mirrors here.
@@ -52,12 +57,56 @@ type RegisterOptions struct {
 	// when the manager reaches it at another address than the caller does.
 	Server string
 	Out    io.Writer
+	// Warnings receives ClusterWideWarning (default Out); the CLI gives
+	// stderr, where a cron job's mail or a terminal shows it apart.
+	Warnings io.Writer
+}
+
+// The choice of scope. A stolen credential acts with the manager's rights
+// wherever they are bound, and cluster-wide those include reading any
+// Secret by name and port-forwarding into any Pod, since RBAC cannot name
+// Secrets by who references them nor Pods by label. So register binds
+// nothing cluster-wide unless told to, and tells what it means when it is.
+var (
+	// ErrNoScope: neither WatchNamespaces nor ClusterWide.
+	ErrNoScope = errors.New("choose where the manager may act on the workload cluster: " +
+		"--namespaces=a,b binds its role in those namespaces only (recommended), " +
+		"or --cluster-wide binds it in every namespace, where the registered token can get any Secret by name and port-forward into any Pod")
+	// ErrBothScopes: WatchNamespaces and ClusterWide.
+	ErrBothScopes = errors.New("--namespaces and --cluster-wide exclude each other: " +
+		"give --namespaces=a,b to bind the manager's role in those namespaces only, or --cluster-wide alone to bind it in every namespace")
+)
+
+// ClusterWideWarning is printed by a cluster-wide register, every time, so
+// that a rotation from cron keeps saying what the token it stores can do.
+const ClusterWideWarning = "WARNING: --cluster-wide binds ClusterRole " + WorkloadClusterRole + " to ServiceAccount " +
+	WorkloadNamespace + "/" + WorkloadSA + " in every namespace of the workload cluster: the registered token, " +
+	"and whoever steals it from the management cluster, can get any Secret of the cluster by name, " +
+	"port-forward into any Pod, and create etcd Pods, claims and Services in any namespace (within the admission policies). " +
+	"Use --namespaces=a,b to grant only the namespaces that run etcd."
+
+// Validate checks what Register can check without a cluster: a name and
+// exactly one scope, so that the CLI refuses before loading kubeconfigs.
+func (o RegisterOptions) Validate() error {
+	if o.Name == "" {
+		return errors.New("a cluster name is required")
+	}
+	// Blanks only (--namespaces=) count as no namespaces: the empty list
+	// would otherwise mean cluster-wide, which must be asked for by name.
+	namespaced := len(normalizeNamespaces(o.WatchNamespaces)) > 0
+	switch {
+	case namespaced && o.ClusterWide:
+		return ErrBothScopes
+	case !namespaced && !o.ClusterWide:
+		return ErrNoScope
+	}
+	return nil
 }
 
 // Register installs the workload side and writes the registration Secret.
 func Register(ctx context.Context, o RegisterOptions) error {
-	if o.Name == "" {
-		return errors.New("a cluster name is required")
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	ca, err := caData(o.Workload)
 	if err != nil {
@@ -86,6 +135,13 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	manifests, err := withAllowedImages(config.WorkloadManifests(), o.AllowedImages)
 	if err != nil {
 		return err
+	}
+	if o.ClusterWide {
+		warn := o.Warnings
+		if warn == nil {
+			warn = o.Out
+		}
+		fmt.Fprintln(warn, ClusterWideWarning)
 	}
 	if err := installWorkload(ctx, wl, manifests, namespaces, o.Out); err != nil {
 		return explain("workload cluster", err)
@@ -129,7 +185,8 @@ func rotate(ctx context.Context, wl, mg client.Client, o RegisterOptions, kubeco
 }
 
 // installWorkload applies manifests, the CRDs, RBAC and admission policy,
-// with the RBAC bound cluster-wide or in namespaces.
+// with the RBAC bound in namespaces or, with none (Validate has made sure
+// that was asked for), cluster-wide.
 func installWorkload(ctx context.Context, wl client.Client, manifests [][]byte, namespaces []string, out io.Writer) error {
 	where := "the whole cluster"
 	if len(namespaces) > 0 {
