@@ -2,14 +2,17 @@ package etcdbackup
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -161,5 +164,34 @@ func TestLastGoodIsTheNewestCompleteScheduledOrNot(t *testing.T) {
 	}
 	if !st.LastScheduleTime.Time.Equal(t0) {
 		t.Errorf("lastScheduleTime %s counts the hand-made snapshot", st.LastScheduleTime)
+	}
+}
+
+// Two clusters of the same name on one fleet-wide template (same bucket
+// and prefix), in other namespaces or other workload clusters (other
+// UIDs), never share a scheduled snapshot's object: their names are equal
+// at the same due time, so the key must tell them apart.
+func TestScheduledKeysAreEachClustersOwn(t *testing.T) {
+	due := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	cluster := func(ns string, uid types.UID, key string) *v1alpha1.EtcdCluster {
+		return &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main", UID: uid},
+			Spec: v1alpha1.EtcdClusterSpec{Backup: &v1alpha1.BackupSpec{Location: v1alpha1.SnapshotLocation{
+				S3: &v1alpha1.S3Location{Bucket: "fleet", Key: key}}}}}
+	}
+	keys := map[string]string{}
+	for what, ec := range map[string]*v1alpha1.EtcdCluster{
+		"etcd/main in w1": cluster("etcd", "uid-w1", "daily"), "etcd/main in w2": cluster("etcd", "uid-w2", "daily/"),
+		"team/main in w1": cluster("team", "uid-w1b", "daily"), "etcd/main, no prefix": cluster("etcd", "uid-w3", ""),
+	} {
+		s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due)},
+			Spec: v1alpha1.EtcdSnapshotSpec{Location: scheduledLocation(ec)}}
+		key := etcdsnapshot.ObjectKey(s)
+		if other, ok := keys[key]; ok {
+			t.Errorf("%s and %s share the object %s", what, other, key)
+		}
+		keys[key] = what
+		if want := ec.Namespace + "/main/" + string(ec.UID) + "/"; !strings.Contains(key, want) {
+			t.Errorf("%s: key %s lacks %s", what, key, want)
+		}
 	}
 }

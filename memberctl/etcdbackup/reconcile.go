@@ -111,14 +111,7 @@ func snapshotsOf(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdClu
 // from due, so a reconcile on a cache that does not show it yet finds it
 // exists instead of starting a second one.
 func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdCluster, due time.Time) error {
-	loc := *ec.Spec.Backup.Location.DeepCopy()
-	// The location is a prefix: each snapshot gets its own object or file.
-	if loc.S3 != nil {
-		loc.S3.Key = asPrefix(loc.S3.Key)
-	}
-	if loc.PVC != nil {
-		loc.PVC.Path = asPrefix(loc.PVC.Path)
-	}
+	loc := scheduledLocation(ec)
 	s := &v1alpha1.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due), Namespace: ec.Namespace,
 			Labels:      map[string]string{v1alpha1.LabelCluster: ec.Name, v1alpha1.LabelScheduled: "true"},
@@ -142,6 +135,24 @@ func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.Etcd
 	}
 	cl.Recorder.Eventf(ec, corev1.EventTypeNormal, ReasonBackupStarted, "created EtcdSnapshot %s, due at %s", s.Name, rfc3339(due))
 	return nil
+}
+
+// scheduledLocation is where ec's scheduled snapshots go: spec.backup's
+// location as a prefix, so that each snapshot gets its own object or file.
+// In a bucket the prefix goes on with <namespace>/<cluster>/<uid>/: a fleet
+// configured by template gives every cluster the same bucket and prefix,
+// and snapshot names (<cluster>-<time>) repeat across namespaces and
+// workload clusters, so without it two clusters would overwrite and prune
+// each other's objects. A claim is the cluster's own already.
+func scheduledLocation(ec *v1alpha1.EtcdCluster) v1alpha1.SnapshotLocation {
+	loc := *ec.Spec.Backup.Location.DeepCopy()
+	if loc.S3 != nil {
+		loc.S3.Key = asPrefix(loc.S3.Key) + ec.Namespace + "/" + ec.Name + "/" + string(ec.UID) + "/"
+	}
+	if loc.PVC != nil {
+		loc.PVC.Path = asPrefix(loc.PVC.Path)
+	}
+	return loc
 }
 
 func asPrefix(keyOrPath string) string {

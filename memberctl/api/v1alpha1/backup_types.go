@@ -28,7 +28,9 @@ type BackupSpec struct {
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// location the snapshots are stored at. An S3 key or PVC path is a
-	// prefix: each snapshot's name plus ".db" is appended.
+	// prefix: each snapshot's name plus ".db" is appended, after
+	// "<namespace>/<cluster>/<uid>/" in a bucket, so that clusters sharing
+	// a bucket and key never share an object.
 	// +required
 	Location SnapshotLocation `json:"location"`
 
