@@ -19,7 +19,8 @@ import (
 )
 
 // goodKubeconfig is the working kubeconfig baseline() registers for each
-// cluster: the sandbox admin's, until a spec rotates to another.
+// cluster: the one etcdfleetctl register mints (e2eutil.RegisterInstall),
+// until a spec rotates to another.
 var goodKubeconfig = map[string][]byte{}
 
 // keysWritten records the EtcdClusters that hold their keys.

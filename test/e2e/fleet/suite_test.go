@@ -134,7 +134,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		wcfg[w] = directConfig(sb.Cluster(w))
 		wc[w], err = client.NewWithWatch(wcfg[w], client.Options{Scheme: app.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		goodKubeconfig[w] = sb.Cluster(w).Kubeconfig
+		// What etcdfleetctl register installs and stores: the manager's
+		// ServiceAccount with its RBAC, under the admission policies.
+		goodKubeconfig[w], err = e2eutil.RegisterInstall(ctx, sb.Cluster(w))
+		Expect(err).NotTo(HaveOccurred())
 	}
 
 	fm, err = app.New(sb.Cluster("mgmt").Config, managerConfig())

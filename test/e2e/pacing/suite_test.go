@@ -105,9 +105,13 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	for _, w := range workloads {
 		wc[w], err = client.NewWithWatch(sb.Cluster(w).Config, client.Options{Scheme: app.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
+		// Registered as etcdfleetctl register does: the snapshot Jobs run
+		// under the admission policies users get.
+		kc, err := e2eutil.RegisterInstall(ctx, sb.Cluster(w))
+		Expect(err).NotTo(HaveOccurred())
 		Expect(mgmtC.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: w,
 			Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
-			Data: map[string][]byte{fleetv1.KubeconfigKey: sb.Cluster(w).Kubeconfig}})).To(Succeed())
+			Data: map[string][]byte{fleetv1.KubeconfigKey: kc}})).To(Succeed())
 		Expect(wc[w].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: etcdNS}})).To(Succeed())
 		Expect(wc[w].Create(ctx, e2eutil.S3Secret(etcdNS, s3))).To(Succeed())
 		Expect(wc[w].Create(ctx, e2eutil.NewEtcdCluster(etcdNS, etcdName, 1, false))).To(Succeed())

@@ -1,0 +1,34 @@
+package e2eutil
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/config"
+	"github.com/etcdfleet/etcdfleet/fleet/ctl"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+// RegisteredTokenTTL is the lifetime of the tokens RegisterInstall mints:
+// longer than any suite runs, so that no spec sees CredentialsExpiring.
+const RegisteredTokenTTL = 3 * time.Hour
+
+// RegisterInstall installs on workload cluster c what `etcdfleetctl
+// register` installs (config.WorkloadManifests: the CRDs, the manager's
+// ServiceAccount, its RBAC and the admission policies) and returns a
+// kubeconfig of that ServiceAccount, the credential register stores. The
+// suites register clusters with it, so that they run under the policies
+// and RBAC users get, never beside them.
+func RegisterInstall(ctx context.Context, c *sandbox.Cluster) ([]byte, error) {
+	cl, err := client.New(c.Config, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := config.Apply(ctx, cl, "etcdfleetctl", config.WorkloadManifests()); err != nil {
+		return nil, fmt.Errorf("install the workload side on %s: %w", c.Name, err)
+	}
+	return c.ServiceAccountKubeconfig(ctx, ctl.WorkloadNamespace, ctl.WorkloadSA, RegisteredTokenTTL)
+}
