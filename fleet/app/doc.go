@@ -19,9 +19,10 @@
 //     Secrets is engaged once, and the access checks (with the reconcilers'
 //     writes) are asked again with every probe, so that revoked permissions
 //     show within one probe interval.
-//   - operator.SetupMulticluster registers one EtcdMember and one
-//     EtcdCluster controller for all clusters (multicluster-runtime shares
-//     one queue).
+//   - operator.Setup registers one controller per reconciler (EtcdMember,
+//     EtcdCluster, EtcdSnapshot, spec.backup, EtcdDefrag, spec.defrag) for
+//     all clusters (multicluster-runtime shares one queue each): the same
+//     wiring the single-cluster operator of the e2e suites runs.
 //   - Each part's options come from config/settings, whose defaults are the
 //     parts' own Default* values (a test checks the mapping keeps them).
 //   - The registry turns each engaged cluster into a workload.Cluster whose
@@ -70,7 +71,7 @@
 // against the 21 s the limiter allows, hung in the worst moment). Three
 // bounds, all set here from the settings, keep it to itself:
 //
-//   - WorkersPerCluster (operator.MulticlusterOptions) caps one cluster's
+//   - WorkersPerCluster (operator.Options) caps one cluster's
 //     reconciles in flight in each controller. A request over the cap
 //     returns at once and is woken when its cluster's slot frees, so the
 //     hung cluster holds at most WorkersPerCluster workers, whatever its

@@ -180,11 +180,18 @@ func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.Type
 	// The EtcdCluster reconciles run on every change of an EtcdCluster or
 	// of its members (readiness, quorum, replacement counts), which is
 	// exactly what the dashboard shows.
-	return operator.SetupMulticluster(f.controllerManager(), operator.MulticlusterOptions{
-		Clusters: f.registry, Member: memberOptions(c), Snapshot: snapshotOptions(c), Workers: c.Workers,
-		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout,
-		Wake: grants, SnapshotWake: slotGrants, ClusterReconciled: f.Dashboard.Notify, SkipNameValidation: skipNameValidation,
-	})
+	o := OperatorOptions(c)
+	o.Clusters, o.Wake, o.SnapshotWake, o.ClusterReconciled = f.registry, grants, slotGrants, f.Dashboard.Notify
+	o.SkipNameValidation = skipNameValidation
+	return operator.Setup(f.controllerManager(), o)
+}
+
+// OperatorOptions are the reconcilers' options of settings c, without
+// the fleet's wiring (clusters, wake channels, dashboard): the options the
+// e2e suites' single-cluster operator runs with too.
+func OperatorOptions(c settings.Config) operator.Options {
+	return operator.Options{Member: memberOptions(c), Snapshot: snapshotOptions(c), Workers: c.Workers,
+		WorkersPerCluster: c.WorkersPerCluster, ReconcileTimeout: c.ReconcileTimeout}
 }
 
 // Start runs the fleet until ctx ends.

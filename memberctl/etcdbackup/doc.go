@@ -5,8 +5,7 @@
 //
 // # Setup
 //
-// memberctl/operator registers the Reconciler (SetupWithManager for one
-// cluster, SetupMulticluster for a fleet) with the watches of
+// memberctl/operator.Setup registers the Reconciler with the watches of
 // workload.Kinds: EtcdClusters, and the EtcdSnapshots they control (the
 // scheduled ones), so that a snapshot's progress wakes its cluster.
 // Options.Grace is DefaultOptions' unless set.

@@ -7,12 +7,9 @@
 //
 // One Reconciler serves any number of workload clusters: each request names
 // its cluster, and a workload.Source hands back that cluster's clients,
-// recorder and etcd access. SetupWithManager wires it for a single-cluster
-// manager (For EtcdCluster; Owns EtcdMember, Service, PodDisruptionBudget);
-// the fleet layer wires the same Reconcile through multicluster-runtime.
-//
-//	r := &cluster.Reconciler{Clusters: workload.Static{C: wc}}
-//	err := cluster.SetupWithManager(mgr, r, controller.Options{})
+// recorder and etcd access. memberctl/operator.Setup wires it (For
+// EtcdCluster; Owns EtcdMember, Service, PodDisruptionBudget, from
+// workload.Kinds), for a fleet's engaged clusters or a single local one.
 //
 // # Usage
 //

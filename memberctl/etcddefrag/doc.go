@@ -7,8 +7,8 @@
 //
 // memberctl/operator registers the Reconciler (For EtcdDefrag, from
 // workload.Kinds) and the ScheduleReconciler (For EtcdCluster, beside the
-// cluster controller) for one cluster (SetupWithManager) or for every
-// engaged cluster of a fleet. Both take Options; DefaultOptions holds the
+// cluster controller, from workload.Kinds' AlsoFor) for every engaged
+// cluster, or a single local one. Both take Options; DefaultOptions holds the
 // defaults. The workload cluster's etcd.Interface must also be an
 // etcd.Maintainer (etcd.Ops is): a member whose defragmentation cannot be
 // called fails with a message saying so.

@@ -6,9 +6,8 @@
 //
 // One Reconciler serves any number of workload clusters: each request names
 // its cluster, and a workload.Source hands back that cluster's clients,
-// recorder, etcd access and replacement gate. SetupWithManager wires it for
-// a single cluster; the fleet layer wires the same Reconcile through
-// multicluster-runtime.
+// recorder, etcd access and replacement gate. memberctl/operator.Setup
+// wires it, for a fleet's engaged clusters or a single local one alike.
 //
 // # Usage
 //

@@ -4,8 +4,7 @@
 //
 // # Setup
 //
-// memberctl/operator registers the Reconciler (SetupWithManager for one
-// cluster, SetupMulticluster for a fleet) with the watches of
+// memberctl/operator.Setup registers the Reconciler with the watches of
 // workload.Kinds: EtcdSnapshots and the Jobs they own. Options.Image must
 // be etcdfleet's image (the manager's agentImage setting), which carries
 // etcdfleet-agent.

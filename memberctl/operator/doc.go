@@ -5,13 +5,17 @@
 //
 // # Setup
 //
-// A single-cluster operator builds its controller-runtime manager with
-// ManagerOptions (Scheme, narrowed caches, uncached kinds) and calls
-// SetupWithManager.
-// A multicluster one (the fleet) calls SetupMulticluster on a
-// multicluster-runtime manager and NewCluster for every engaged cluster,
-// and configures its cluster provider with Scheme, WatchedKinds,
-// AccessChecks, CacheByObject, UncachedObjects and RESTMapper.
+// Every operator calls Setup on a multicluster-runtime manager: one table
+// of the reconcilers (controllers), each registered once with its watches
+// from workload.Kinds. The fleet gives the manager its cluster provider,
+// builds a workload.Cluster with NewCluster for every engaged cluster, and
+// configures the provider with Scheme, WatchedKinds, AccessChecks,
+// CacheByObject, UncachedObjects and RESTMapper. A single-cluster operator
+// (the e2e suites' e2eutil.StartOperator) builds the manager without a
+// provider and with ManagerOptions, so that the same controllers engage
+// its local cluster, and hands them NewLocalCluster's handle through
+// workload.Static. Adding a reconciler is one row in controllers and its
+// kinds in workload.Kinds.
 //
 // # Implementation details
 //
@@ -21,11 +25,13 @@
 // derived from it here, so adding a kind is one line. The pre-flight
 // access checks are every verb of workload.Permissions (the table the
 // workload RBAC is generated from) but the Events' writes, with only the
-// port-forward verb of the Access mode. SetupMulticluster takes the gate's
+// port-forward verb of the Access mode. Setup takes the gate's
 // wake-up channel and a per-EtcdCluster-reconcile callback as plain
-// parameters: memberctl knows nothing of fleets.
+// options: memberctl knows nothing of fleets. Options.withDefaults is
+// where defaults are applied: a part's options given as zero take that
+// part's DefaultOptions whole.
 //
-// Workers are shared by every cluster, so SetupMulticluster can keep one
+// Workers are shared by every cluster, so Setup can keep one
 // cluster from holding them all: WorkersPerCluster caps each controller's
 // reconciles in flight per cluster (a request over the cap returns at once
 // and its cluster's next free slot wakes it through a channel source),

@@ -18,7 +18,7 @@ import (
 )
 
 // Defaults of the options that keep one workload cluster from slowing the
-// others down (MulticlusterOptions.WorkersPerCluster and ReconcileTimeout,
+// others down (Options.WorkersPerCluster and ReconcileTimeout,
 // NewClientWithTimeout). A configuration layer shows them as they are.
 const (
 	// DefaultWorkersPerCluster is half of a fleet's default 8 workers: a

@@ -166,7 +166,7 @@ func TestNewClientWithTimeoutEndsCallsToAHungServer(t *testing.T) {
 }
 
 func TestControllerOptionsCarryTheReconcileTimeout(t *testing.T) {
-	o := MulticlusterOptions{Workers: 8, WorkersPerCluster: 4, ReconcileTimeout: time.Minute}
+	o := Options{Workers: 8, WorkersPerCluster: 4, ReconcileTimeout: time.Minute}
 	if got := o.controllerOptions(); got.ReconciliationTimeout != time.Minute || got.MaxConcurrentReconciles != 8 {
 		t.Fatalf("controller options: timeout %s, workers %d; want 1m and 8", got.ReconciliationTimeout, got.MaxConcurrentReconciles)
 	}

@@ -12,15 +12,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdbackup"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcddefrag"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -123,26 +118,10 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	return cl, closers{pool, closer, recCloser}, nil
 }
 
-// Options configure SetupWithManager.
-type Options struct {
-	Access Access
-	Gate   gate.Gate
-	// Slots pace snapshot starts; nil is gate.AllowAllSlots.
-	Slots  gate.Slots
-	Member etcdmember.Options
-	// Snapshot tunes the EtcdSnapshot reconciler; zero is
-	// etcdsnapshot.DefaultOptions.
-	Snapshot etcdsnapshot.Options
-	// Backup tunes the spec.backup reconciler; zero is
-	// etcdbackup.DefaultOptions.
-	Backup etcdbackup.Options
-	// MaxConcurrentReconciles per controller (default 4).
-	MaxConcurrentReconciles int
-}
-
-// ManagerOptions returns o with what a single-cluster manager needs for
-// SetupWithManager: the Scheme, the narrowed caches and the uncached kinds,
-// all derived from workload.Kinds.
+// ManagerOptions returns o with what a manager of the operator needs: the
+// Scheme, the narrowed caches and the uncached kinds, all derived from
+// workload.Kinds. The fleet sets the same per engaged cluster through its
+// provider.
 func ManagerOptions(o ctrl.Options) ctrl.Options {
 	o.Scheme = Scheme()
 	o.Cache.ByObject = CacheByObject()
@@ -150,46 +129,14 @@ func ManagerOptions(o ctrl.Options) ctrl.Options {
 	return o
 }
 
-// SetupWithManager runs the reconcilers for mgr's single cluster, whose
-// options came from ManagerOptions.
-func SetupWithManager(mgr ctrl.Manager, opts Options) (io.Closer, error) {
-	if opts.MaxConcurrentReconciles == 0 {
-		opts.MaxConcurrentReconciles = 4
-	}
-	if opts.Member.Policy.Cap == 0 {
-		opts.Member = etcdmember.DefaultOptions()
-	}
-	cl, closer, err := NewCluster(ClusterConfig{
-		REST: mgr.GetConfig(), Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorderFor("etcdfleet"), Access: opts.Access, Gate: opts.Gate, Slots: opts.Slots,
-	})
-	if err != nil {
-		return nil, err
-	}
-	src := workload.Static{C: cl}
-	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
-	if err := etcdmember.SetupWithManager(mgr, &etcdmember.Reconciler{Clusters: src, Options: opts.Member}, copts); err != nil {
-		return nil, err
-	}
-	if err := etcdcluster.SetupWithManager(mgr, &etcdcluster.Reconciler{Clusters: src, Policy: opts.Member.Policy}, copts); err != nil {
-		return nil, err
-	}
-	if err := etcddefrag.SetupWithManager(mgr, src, etcddefrag.DefaultOptions(), copts); err != nil {
-		return nil, err
-	}
-	if opts.Snapshot.Image == "" {
-		opts.Snapshot = etcdsnapshot.DefaultOptions()
-	}
-	if err := etcdsnapshot.SetupWithManager(mgr, &etcdsnapshot.Reconciler{Clusters: src, Options: opts.Snapshot}, copts); err != nil {
-		return nil, err
-	}
-	if opts.Backup.Grace == 0 {
-		opts.Backup = etcdbackup.DefaultOptions()
-	}
-	if err := etcdbackup.SetupWithManager(mgr, &etcdbackup.Reconciler{Clusters: src, Options: opts.Backup}, copts); err != nil {
-		return nil, err
-	}
-	return closer, nil
+// NewLocalCluster is the workload.Cluster of mgr's local cluster, for a
+// single-cluster operator: a manager without a provider, on which Setup's
+// controllers engage the local cluster (named ""). Its Gate and Slots
+// allow everything; the Closer releases its etcd clients.
+func NewLocalCluster(mgr mcmanager.Manager, access Access) (*workload.Cluster, io.Closer, error) {
+	local := mgr.GetLocalManager()
+	return NewCluster(ClusterConfig{REST: local.GetConfig(), Client: local.GetClient(), Reader: local.GetAPIReader(),
+		Recorder: local.GetEventRecorderFor("etcdfleet"), Access: access})
 }
 
 type nopCloser struct{}

@@ -6,8 +6,8 @@
 //
 // Kinds is the one table of the kinds the reconcilers use in a workload
 // cluster (watches, caching, REST scope); memberctl/operator derives every
-// other view of them from it, and SetupController registers a reconciler
-// with its watches on a single-cluster manager.
+// other view of them from it, and registers every reconciler with its
+// watches (operator.Setup).
 //
 // Permissions is the one table of what the manager may do there, each
 // RBAC rule with its reason and the admission policy that narrows its

@@ -13,9 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -29,8 +27,7 @@ const (
 	BackupController   = "etcdbackup"
 	DefragController   = "etcddefrag"
 	// DefragScheduleController reconciles EtcdClusters too (their
-	// spec.defrag); it is set up by memberctl/etcddefrag, not from Kinds,
-	// since a kind has one For.
+	// spec.defrag), with a queue of its own (Kind.AlsoFor).
 	DefragScheduleController = "etcddefragschedule"
 )
 
@@ -74,7 +71,7 @@ var (
 // Kinds lists every kind the reconcilers use in a workload cluster.
 func Kinds() []Kind {
 	return []Kind{
-		{Object: &v1alpha1.EtcdCluster{}, Scope: namespaced, For: ClusterController, AlsoFor: []string{BackupController}},
+		{Object: &v1alpha1.EtcdCluster{}, Scope: namespaced, For: ClusterController, AlsoFor: []string{BackupController, DefragScheduleController}},
 		{Object: &v1alpha1.EtcdMember{}, Scope: namespaced, For: MemberController, OwnedBy: []string{ClusterController}},
 		{Object: &corev1.Pod{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
 		{Object: &corev1.PersistentVolumeClaim{}, Scope: namespaced, OwnedBy: []string{MemberController}, ManagedOnly: true},
@@ -114,27 +111,8 @@ func Watches(name string) (reconciled client.Object, owned []client.Object) {
 	return reconciled, owned
 }
 
-// SetupController registers the controller named name on mgr's single
-// cluster with its Watches; r gets requests whose cluster name is "".
-func SetupController(mgr ctrl.Manager, name string, opts controller.Options, r reconcile.Reconciler) error {
-	reconciled, owned := Watches(name)
-	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(reconciled)
-	for _, o := range owned {
-		b = b.Owns(o)
-	}
-	return b.WithOptions(opts).Complete(r)
-}
-
 // Reconciler reconciles objects of any workload cluster, named with each
 // request ("" for a single cluster).
 type Reconciler interface {
 	Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (reconcile.Result, error)
-}
-
-// SetupSingle registers r as the controller named name on mgr's single
-// cluster (SetupController with requests for the cluster named "").
-func SetupSingle(mgr ctrl.Manager, name string, opts controller.Options, r Reconciler) error {
-	return SetupController(mgr, name, opts, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		return r.Reconcile(ctx, "", req.NamespacedName)
-	}))
 }

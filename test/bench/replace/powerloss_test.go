@@ -37,7 +37,7 @@ func BenchmarkPowerLossReplace(b *testing.B) {
 	ctx := b.Context()
 	f := bench.StartSandbox(b, ctx, "benchpl")
 	wc := f.Cluster("benchpl")
-	stop, err := e2eutil.RunOperator(context.Background(), wc.Config, operator.Options{Access: operator.PortForward})
+	stop, err := e2eutil.RunOperator(context.Background(), wc.Config, operator.PortForward, e2eutil.OperatorOptions())
 	if err != nil {
 		b.Fatalf("operator: %v", err)
 	}

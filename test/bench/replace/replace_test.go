@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
@@ -54,9 +53,9 @@ func BenchmarkDetectReplace(b *testing.B) {
 	f := bench.StartSandbox(b, ctx, "bench")
 	wc := f.Cluster("bench")
 
-	opts := etcdmember.DefaultOptions()
-	opts.Policy.HealthyReset = healthyReset
-	stop, err := e2eutil.RunOperator(context.Background(), wc.Config, operator.Options{Access: operator.PortForward, Member: opts})
+	opts := e2eutil.OperatorOptions()
+	opts.Member.Policy.HealthyReset = healthyReset
+	stop, err := e2eutil.RunOperator(context.Background(), wc.Config, operator.PortForward, opts)
 	if err != nil {
 		b.Fatalf("operator: %v", err)
 	}

@@ -75,7 +75,7 @@ func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSand
 // StartOperator starts the operator of cluster name (after StopOperator).
 func (s *OperatedSandbox) StartOperator(name string) {
 	GinkgoHelper()
-	s.operators[name] = StartOperator(context.Background(), s.Fleet.Cluster(name).Config, operator.Options{Access: AccessFor(name)})
+	s.operators[name] = StartOperator(context.Background(), s.Fleet.Cluster(name).Config, AccessFor(name), OperatorOptions())
 }
 
 // StopOperator stops the operator of cluster name and waits for it to

@@ -11,25 +11,39 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
-// SetupWithManager: the watches wake the reconciler. The manager's cache is
-// limited to this spec's namespace so it never touches the other specs'.
-var _ = Describe("SetupWithManager", func() {
-	It("bootstraps through the manager and is woken by member status changes", func(ctx SpecContext) {
+// The watches of workload.Kinds wake the reconciler. memberctl/operator.Setup
+// registers it the same way (it cannot be imported here: it imports this
+// package). The manager's cache is limited to this spec's namespace so it
+// never touches the other specs'.
+var _ = Describe("the watches of workload.Kinds", func() {
+	It("bootstrap through a manager and wake the reconciler on member status changes", func(ctx SpecContext) {
 		h := newHarness()
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		mgr, err := mcmanager.New(cfg, nil, ctrl.Options{
 			Scheme:  scheme,
 			Metrics: metricsserver.Options{BindAddress: "0"},
 			Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
 		})
 		Expect(err).NotTo(HaveOccurred())
-		cl := &workload.Cluster{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: h.events, Etcd: h.etcd}
+		local := mgr.GetLocalManager()
+		cl := &workload.Cluster{Client: local.GetClient(), Reader: local.GetAPIReader(), Recorder: h.events, Etcd: h.etcd}
 		r := &Reconciler{Clusters: workload.Static{C: cl}}
-		Expect(SetupWithManager(mgr, r, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
+		reconciled, owned := workload.Watches(workload.ClusterController)
+		b := mcbuilder.ControllerManagedBy(mgr).Named(workload.ClusterController).For(reconciled).
+			WithOptions(controller.TypedOptions[mcreconcile.Request]{SkipNameValidation: ptr.To(true)})
+		for _, o := range owned {
+			b = b.Owns(o)
+		}
+		Expect(b.Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			return r.Reconcile(ctx, string(req.ClusterName), req.NamespacedName)
+		}))).To(Succeed())
 		mctx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
 		go func() {
