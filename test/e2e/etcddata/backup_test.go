@@ -101,15 +101,17 @@ var _ = Describe("Scheduled backup", func() {
 			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &v1alpha1.EtcdSnapshot{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "pruned snapshot %s: %v", n, err)
 		}
-		// The bucket holds exactly the kept snapshots' objects.
+		// The bucket holds exactly the kept snapshots' objects, under the
+		// cluster's own namespace/name/UID, which no other cluster shares.
+		dir := prefix + "/" + ns + "/" + name + "/" + string(ec.UID) + "/"
 		var objects []string
 		for obj := range mc.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix + "/", Recursive: true}) {
 			Expect(obj.Err).NotTo(HaveOccurred())
 			objects = append(objects, obj.Key)
 		}
-		Expect(objects).To(ConsistOf(prefix+"/"+all[len(all)-2]+".db", prefix+"/"+all[len(all)-1]+".db"))
+		Expect(objects).To(ConsistOf(dir+all[len(all)-2]+".db", dir+all[len(all)-1]+".db"))
 		for _, s := range kept {
-			info, err := mc.StatObject(ctx, bucket, prefix+"/"+s.Name+".db", minio.StatObjectOptions{})
+			info, err := mc.StatObject(ctx, bucket, dir+s.Name+".db", minio.StatObjectOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(info.Size).To(Equal(s.Status.Artifact.SizeBytes))
 		}
