@@ -5,8 +5,9 @@
 //
 // On the workload cluster, with the caller's own credentials: apply the
 // EtcdCluster/EtcdMember CRDs, the manager's least-privilege RBAC (a
-// ServiceAccount and a ClusterRole from config/rbac/workload, bound by a
-// ClusterRoleBinding, or by RoleBindings in --watch-namespaces only; a
+// ServiceAccount and a ClusterRole from config/rbac/workload, bound by
+// RoleBindings in --namespaces only, or, with an explicit and warned
+// --cluster-wide, by a ClusterRoleBinding; a
 // ClusterRole reading only the kube-system Namespace, the cluster's
 // identity, bound cluster-wide in both modes) and the
 // admission policy that admits only etcdfleet-shaped Pods from that

@@ -29,7 +29,10 @@ func setCredentialsStatus(st *fleetv1.FleetClusterStatus, info ClusterInfo, gene
 	exp := seconds(info.TokenExpiresAt)
 	st.TokenExpiresAt = &exp
 	expires := info.TokenExpiresAt.UTC().Format(time.RFC3339)
-	rotate := fmt.Sprintf("rotate it with: etcdfleetctl register %s --namespace %s", info.Name, info.Namespace)
+	// The scope is not repeated from the Secret on purpose: whoever may
+	// write the Secret must not choose what the next token is granted.
+	rotate := fmt.Sprintf("rotate it with: etcdfleetctl register %s --namespace %s and the scope it was registered with (--namespaces or --cluster-wide)",
+		info.Name, info.Namespace)
 	lifetime := info.TokenExpiresAt.Sub(info.TokenIssuedAt)
 	var status metav1.ConditionStatus
 	var reason, msg string

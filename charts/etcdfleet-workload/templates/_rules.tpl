@@ -65,9 +65,9 @@ config/rbac/workload/cluster_role.yaml's.
 # TLS material of the EtcdClusters, read by name only: never listed. RBAC
 # cannot name Secrets by who references them, so with the ClusterRoleBinding
 # this is every Secret of the cluster, by name; set namespaced mode (register
-# --watch-namespaces, chart watchNamespaces) to narrow it, and everything
-# else, to RoleBindings in those namespaces. Mounting Secrets in Pods is
-# narrowed further by the admission policy.
+# --namespaces, chart watchNamespaces) to narrow it, and everything else, to
+# RoleBindings in those namespaces. Mounting Secrets in Pods is narrowed
+# further by the admission policy.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get"]
