@@ -35,6 +35,9 @@ func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
 	if b := ec.Spec.Bootstrap; b != nil && b.Restore != nil && b.Restore.Source.Location != nil {
 		m.Spec.Restore = &etcdv1.MemberRestore{Location: *b.Restore.Source.Location}
 	}
+	if b := ec.Spec.Bootstrap; b != nil && b.Restore != nil && ec.Status.RestoreSource != nil { // by snapshot name
+		m.Spec.Restore = &etcdv1.MemberRestore{Location: *ec.Status.RestoreSource, SnapshotName: b.Restore.Source.SnapshotName}
+	}
 	if ec.Spec.Recovery != nil && ec.Spec.Backup != nil { // a restore after total loss, of a scheduled snapshot
 		loc := *ec.Spec.Backup.Location.DeepCopy()
 		loc.S3.Key += "scheduled.db"
@@ -71,6 +74,16 @@ func restoreCluster(ns, name string, loc *etcdv1.SnapshotLocation) *etcdv1.EtcdC
 	ec := e2eutil.NewEtcdCluster(ns, name, 1, false)
 	ec.Spec.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{Location: loc}}}
 	return ec
+}
+
+// snapshotNameCluster is an EtcdCluster restored at bootstrap from the
+// EtcdSnapshot "nightly" by name, and that snapshot's location (with the
+// full key), which the reconciler records in status.restoreSource.
+func snapshotNameCluster(ns, name string) (*etcdv1.EtcdCluster, *etcdv1.SnapshotLocation) {
+	ec := e2eutil.NewEtcdCluster(ns, name, 1, false)
+	ec.Spec.Bootstrap = &etcdv1.BootstrapSpec{Restore: &etcdv1.RestoreSpec{Source: etcdv1.RestoreSource{SnapshotName: "nightly"}}}
+	return ec, &etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{Endpoint: "http://s3:8333", Bucket: "snaps", Key: "x/nightly.db",
+		CredentialsSecretRef: corev1.LocalObjectReference{Name: "snapshot-creds"}}}
 }
 
 // escalations are Pods etcdfleet never builds, each one step from its own.
@@ -141,7 +154,8 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 		Endpoint: "http://s3:8333", Bucket: "snaps", Key: "a.db", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"}}}),
 		restoreCluster(ns, "adm-pvc", &etcdv1.SnapshotLocation{PVC: &etcdv1.PVCLocation{ClaimName: "backups", Path: "a.db"}})
 	recovering := recoveringCluster(ns, "adm-rec", "backup-creds")
-	for _, ec := range []*etcdv1.EtcdCluster{adm, other, mem, fromS3, fromPVC, recovering} {
+	byName, byNameLoc := snapshotNameCluster(ns, "adm-snap")
+	for _, ec := range []*etcdv1.EtcdCluster{adm, other, mem, fromS3, fromPVC, recovering, byName} {
 		mustCreate(ctx, t, wc, ec)
 		defer func() {
 			if err := wc.Delete(ctx, ec); err != nil {
@@ -156,6 +170,18 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	}
 	sa := saClientset(ctx, t, w1, saNS, saName)
 	good := memberPod(adm, "adm-0")
+	// A seed restoring from an EtcdSnapshot by name: the EtcdCluster
+	// reconciler records the snapshot's location first; until then the
+	// seed's mount of its Secret is refused like any other.
+	withSource := byName.DeepCopy()
+	withSource.Status.RestoreSource = byNameLoc
+	bySnapshot := memberPod(withSource, "adm-snap-0")
+	refused(t, "a seed restoring from an EtcdSnapshot not yet recorded in its cluster's status", policyPrefix+"-pod-secrets",
+		dryRunCreate(ctx, sa, bySnapshot))
+	byName.Status.RestoreSource = byNameLoc.DeepCopy()
+	if err := wc.Status().Update(ctx, byName); err != nil {
+		t.Fatalf("record status.restoreSource: %v", err)
+	}
 	// The policies and their params reach the apiserver's admission
 	// informers asynchronously, each policy on its own: wait until each
 	// refuses one escalation (a foreign image; a Secret no EtcdCluster
@@ -176,7 +202,8 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	})
 	for what, p := range map[string]*corev1.Pod{"a TLS member's Pod": good, "a memory member's Pod": memberPod(mem, "adm-mem-0"),
 		"a seed restoring from S3": memberPod(fromS3, "adm-s3-0"), "a seed restoring from a claim": memberPod(fromPVC, "adm-pvc-0"),
-		"a seed restoring its backup after total loss": memberPod(recovering, "adm-rec-0")} {
+		"a seed restoring its backup after total loss":  memberPod(recovering, "adm-rec-0"),
+		"a seed restoring from an EtcdSnapshot by name": bySnapshot} {
 		if err := dryRunCreate(ctx, sa, p); err != nil {
 			t.Errorf("%s, as memberctl builds it, is refused: %v", what, err)
 		}

@@ -34,6 +34,11 @@ func (p *pass) bootstrap(ctx context.Context) (ctrl.Result, error) {
 			if err != nil || !ok {
 				return ctrl.Result{RequeueAfter: requeueRestoreSource}, err
 			}
+			if p.recordRestoreSource(restore) {
+				// The seed comes next pass, once the status is written
+				// (its own watch event brings that pass).
+				return ctrl.Result{RequeueAfter: requeueRestoreSource}, nil
+			}
 			if seed, err = p.createMember(ctx, true, restore); err != nil {
 				return ctrl.Result{}, err
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +64,25 @@ func fromSnapshot(s *v1alpha1.EtcdSnapshot) *v1alpha1.MemberRestore {
 	}
 	return &v1alpha1.MemberRestore{Location: loc, SHA256: s.Status.Artifact.SHA256,
 		SnapshotName: s.Name, Revision: s.Status.Artifact.Revision}
+}
+
+// recordRestoreSource notes in status.restoreSource the location that a
+// seed restoring from an EtcdSnapshot (spec.bootstrap.restore.source
+// .snapshotName) mounts, before the seed exists: the workload admission
+// policy admits that Secret or claim only when the seed's EtcdCluster
+// names it, and cannot see the EtcdSnapshot. It reports whether the status
+// changed. A location named in the spec, and a restore after total loss
+// (from spec.backup's location), need no record.
+func (p *pass) recordRestoreSource(r *v1alpha1.MemberRestore) bool {
+	if r == nil || r.SnapshotName == "" || p.ec.Spec.Bootstrap == nil || p.ec.Spec.Bootstrap.Restore == nil ||
+		p.ec.Spec.Bootstrap.Restore.Source.SnapshotName == "" {
+		return false
+	}
+	if cur := p.ec.Status.RestoreSource; cur != nil && equality.Semantic.DeepEqual(*cur, r.Location) {
+		return false
+	}
+	p.ec.Status.RestoreSource = r.Location.DeepCopy()
+	return true
 }
 
 func (p *pass) waitForRestoreSource(msg string) {

@@ -255,6 +255,15 @@ type EtcdClusterStatus struct {
 	// +optional
 	RestoredFrom *RestoredFrom `json:"restoredFrom,omitempty"`
 
+	// restoreSource is where the seed restores from when
+	// spec.bootstrap.restore names an EtcdSnapshot: that snapshot's
+	// location with its full key or path, recorded before the seed is
+	// created. The workload admission policy admits the seed's mount of
+	// the location's Secret or claim because its EtcdCluster names it
+	// here: a policy cannot look the EtcdSnapshot up.
+	// +optional
+	RestoreSource *SnapshotLocation `json:"restoreSource,omitempty"`
+
 	// backup is what spec.backup last did, and the last good backup.
 	// +optional
 	Backup *BackupStatus `json:"backup,omitempty"`

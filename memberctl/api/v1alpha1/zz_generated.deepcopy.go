@@ -376,6 +376,11 @@ func (in *EtcdClusterStatus) DeepCopyInto(out *EtcdClusterStatus) {
 		*out = new(RestoredFrom)
 		**out = **in
 	}
+	if in.RestoreSource != nil {
+		in, out := &in.RestoreSource, &out.RestoreSource
+		*out = new(SnapshotLocation)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Backup != nil {
 		in, out := &in.Backup, &out.Backup
 		*out = new(BackupStatus)

@@ -53,6 +53,9 @@ var _ = Describe("Restore at bootstrap", func() {
 		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: snap.Name}, snap)).To(Succeed())
 		Expect(got.Status.RestoredFrom).To(Equal(&v1alpha1.RestoredFrom{URI: snap.Status.Artifact.URI,
 			SnapshotName: snap.Name, Revision: snap.Status.Artifact.Revision}))
+		// What the admission policy reads to admit the seed's Secret.
+		Expect(got.Status.RestoreSource).NotTo(BeNil())
+		Expect(got.Status.RestoreSource.S3.CredentialsSecretRef.Name).To(Equal("s3"))
 		Eventually(func(g Gomega) {
 			list, err := fleet.Cluster(cluster).Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
