@@ -39,7 +39,7 @@ var _ = Describe("Rights", func() {
 			_ = cl.GetAPIReader().List(ctx, &corev1.PodList{})
 			return state(name)().MissingRights
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).
-			Should(ContainSubstring("create,delete,patch pods"))
+			Should(ContainSubstring("create,delete,get,list,patch,watch pods"))
 		Expect(time.Since(engagedAt)).To(BeNumerically("<", kubeconfigsecret.DefaultAccessRecheckInterval),
 			"shown before the first periodic re-check could run")
 		Expect(connected(name)()).To(BeTrue())
@@ -115,7 +115,7 @@ var _ = Describe("Rights re-check", func() {
 		By("showing a revoked permission within a few intervals, with no request of the cluster's clients refused")
 		removedAt := time.Now()
 		Expect(w1.Clientset.RbacV1().ClusterRoleBindings().Delete(ctx, ns+"-"+sa, metav1.DeleteOptions{})).To(Succeed())
-		Eventually(missing).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainSubstring("create,delete,patch pods"))
+		Eventually(missing).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(ContainSubstring("create,delete,get,list,patch,watch pods"))
 		AddReportEntry("revoked permission shown after", time.Since(removedAt).Round(time.Millisecond).String())
 	})
 })
