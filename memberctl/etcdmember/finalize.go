@@ -36,6 +36,32 @@ func (s *run) finalize(ctx context.Context) (ctrl.Result, error) {
 	return ctrl.Result{}, client.IgnoreNotFound(s.cl.Client.Patch(ctx, s.m, patch))
 }
 
+// lastMember decides the finalizer of m when no other member can be
+// dialled. A member alone in its cluster goes: there is nobody to tell.
+// But when every member is being deleted while the EtcdCluster is not (a
+// `kubectl delete etcdmembers --all`), each would see "no other member",
+// drop its finalizer, and take its data claim with it: the whole etcd
+// cluster's data, silently. Those finalizers hold, with an error that says
+// how to remove the cluster on purpose.
+func lastMember(m *v1alpha1.EtcdMember, members []v1alpha1.EtcdMember) error {
+	deleting := 0
+	for _, o := range members {
+		switch {
+		case o.Name == m.Name:
+		case o.DeletionTimestamp == nil:
+			return fmt.Errorf("member %s has no Pod yet to reach etcd through", o.Name)
+		default:
+			deleting++
+		}
+	}
+	if deleting > 0 {
+		return fmt.Errorf("every member of EtcdCluster %s is being deleted while the EtcdCluster is not: releasing them "+
+			"would garbage-collect every member's data; delete the EtcdCluster to remove the etcd cluster, or remove "+
+			"finalizer %s from its EtcdMembers by hand to accept the loss", m.Spec.ClusterName, v1alpha1.FinalizerMemberCleanup)
+	}
+	return nil
+}
+
 func (s *run) removeFromEtcd(ctx context.Context) error {
 	members, err := etcd.Members(ctx, s.cl.Reader, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
@@ -43,12 +69,7 @@ func (s *run) removeFromEtcd(ctx context.Context) error {
 	}
 	others := etcd.Select(members, s.m.Name)
 	if len(others) == 0 {
-		for _, o := range members {
-			if o.Name != s.m.Name && o.DeletionTimestamp == nil {
-				return fmt.Errorf("member %s has no Pod yet to reach etcd through", o.Name)
-			}
-		}
-		return nil // the last member: nobody to tell
+		return lastMember(s.m, members)
 	}
 	t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, others)
 	if err != nil {
