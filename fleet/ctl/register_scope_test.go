@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
@@ -103,6 +104,18 @@ var _ = Describe("register's scope on the workload cluster", Ordered, func() {
 		Expect(can(ctx, cfg, "get", "", "secrets", "", "default")).To(BeFalse(), "no Secret outside the namespaces")
 		Expect(can(ctx, cfg, "create", "", "pods", "portforward", "default")).To(BeFalse(), "no port-forward outside them")
 		Expect(can(ctx, cfg, "list", "", "pods", "", "")).To(BeFalse(), "nothing cluster-wide")
+		// Items 3 and 4 of the escalation report, as real requests: the
+		// cloud credentials in kube-system, and port-forward into it.
+		_, err = wl.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud-config"}}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		stolen, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = stolen.CoreV1().Secrets("kube-system").Get(ctx, "cloud-config", metav1.GetOptions{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the stolen token reads kube-system/cloud-config: %v", err)
+		Expect(can(ctx, cfg, "create", "", "pods", "portforward", "kube-system")).To(BeFalse(), "no port-forward into kube-system")
+		Expect(can(ctx, cfg, "get", "", "pods", "portforward", "kube-system")).To(BeFalse(), "nor over WebSocket")
 		engagesWithIdentity(ctx, cfg, "team-a", "team-b")
 	}, SpecTimeout(time.Minute))
 
