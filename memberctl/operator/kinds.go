@@ -83,7 +83,15 @@ func WatchedKinds() []client.Object {
 var restMapper = sync.OnceValue(func() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	for _, k := range workload.Kinds() {
-		m.Add(gvk(k.Object), k.Scope)
+		g := gvk(k.Object)
+		m.Add(g, k.Scope)
+		// The list kind too: a cache scoped to namespaces (namespaced
+		// registrations) asks the mapper whether the list it is given is
+		// namespaced, by the list's own kind (controller-runtime's
+		// multiNamespaceCache.List), and without it every List failed with
+		// "no matches for kind EtcdMemberList".
+		g.Kind += "List"
+		m.Add(g, k.Scope)
 	}
 	return m
 })

@@ -107,3 +107,21 @@ func TestKindsAreConsistent(t *testing.T) {
 		}
 	}
 }
+
+// A cache scoped to namespaces (a namespaced registration) asks the
+// RESTMapper about the list kind it is given; every kind's list must map,
+// with the kind's own scope.
+func TestRESTMapperMapsListKinds(t *testing.T) {
+	for _, k := range workload.Kinds() {
+		list := gvk(k.Object)
+		list.Kind += "List"
+		m, err := RESTMapper().RESTMapping(list.GroupKind(), list.Version)
+		if err != nil {
+			t.Errorf("%s: %v", list.Kind, err)
+			continue
+		}
+		if m.Scope.Name() != k.Scope.Name() {
+			t.Errorf("%s: scope %s, want %s", list.Kind, m.Scope.Name(), k.Scope.Name())
+		}
+	}
+}

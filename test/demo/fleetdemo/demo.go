@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/config/settings"
-	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
+	"github.com/etcdfleet/etcdfleet/fleet/ctl"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
@@ -80,6 +80,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 		return err
 	}
 	if err := d.waitHealed(ctx, "bootstrap", nil); err != nil {
+		d.explain()
 		return err
 	}
 	if err := d.writeKeys(ctx); err != nil {
@@ -122,20 +123,25 @@ func crdDirs() []string {
 	return []string{filepath.Join(root, "config", "crd", "workload"), filepath.Join(root, "config", "crd", "management")}
 }
 
-// register creates each workload cluster's kubeconfig Secret.
+// register registers each workload cluster as a user does, with
+// etcdfleetctl register in the namespace its EtcdClusters live in: the
+// manager's ServiceAccount, its RBAC there, the admission policies, and a
+// token of that ServiceAccount in the registration Secret. The demo's
+// heals and backups run under them.
 func (d *driver) register(ctx context.Context) error {
-	fmt.Fprintf(d.out, "==> registering %d workload clusters by creating their kubeconfig Secrets in %s\n", len(d.workloads), Namespace)
-	mgmt := d.f.Cluster("mgmt").Clientset.CoreV1()
-	if _, err := mgmt.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); client.IgnoreAlreadyExists(err) != nil {
+	fmt.Fprintf(d.out, "==> registering %d workload clusters with etcdfleetctl register --namespaces %s\n", len(d.workloads), etcdNamespace)
+	mgmt := d.f.Cluster("mgmt")
+	if _, err := mgmt.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); client.IgnoreAlreadyExists(err) != nil {
 		return err
 	}
 	for _, w := range d.workloads {
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: Namespace, Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
-			Data:       map[string][]byte{fleetv1.KubeconfigKey: w.Kubeconfig},
-		}
-		if _, err := mgmt.Secrets(Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		// register grants namespaces that exist.
+		if err := d.clients[w.Name].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: etcdNamespace}}); client.IgnoreAlreadyExists(err) != nil {
 			return err
+		}
+		if err := ctl.Register(ctx, ctl.RegisterOptions{Name: w.Name, Workload: w.Config, Management: mgmt.Config,
+			Namespace: Namespace, WatchNamespaces: []string{etcdNamespace}, Out: io.Discard}); err != nil {
+			return fmt.Errorf("register %s: %w", w.Name, err)
 		}
 	}
 	return nil
@@ -159,6 +165,26 @@ func (d *driver) startManager(ctx context.Context) (func(), error) {
 	done := make(chan error, 1)
 	go func() { done <- fm.Start(ctx) }()
 	return func() { cancel(); <-done }, nil
+}
+
+// explain prints what a user would look at when the fleet does not come
+// up: the FleetClusters' conditions and the workload clusters' Warning
+// Events.
+func (d *driver) explain() {
+	d.kubectl("get", "fleetclusters", "-n", Namespace, "-o", "wide")
+	d.kubectl("get", "fleetclusters", "-n", Namespace, "-o",
+		"custom-columns=NAME:.metadata.name,CONDITIONS:.status.conditions[*].message")
+	for _, w := range d.workloads {
+		fmt.Fprintf(d.out, "\n$ kubectl --context %s get events -n %s --field-selector type=Warning\n", w.Name, etcdNamespace)
+		kc := filepath.Join(d.f.Dir, w.Name+".kubeconfig")
+		if err := os.WriteFile(kc, w.Kubeconfig, 0o600); err != nil {
+			continue
+		}
+		cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", kc,
+			"get", "events", "-n", etcdNamespace, "--field-selector", "type=Warning")
+		cmd.Stdout, cmd.Stderr = d.out, d.out
+		_ = cmd.Run()
+	}
 }
 
 // kubectl prints what `kubectl get` shows on the management cluster.
