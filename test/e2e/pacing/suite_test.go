@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcdfleet/etcdfleet/config/settings"
-	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
+	"github.com/etcdfleet/etcdfleet/fleet/ctl"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
@@ -105,14 +105,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	for _, w := range workloads {
 		wc[w], err = client.NewWithWatch(sb.Cluster(w).Config, client.Options{Scheme: app.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		// Registered as etcdfleetctl register does: the snapshot Jobs run
-		// under the admission policies users get.
-		kc, err := e2eutil.RegisterInstall(ctx, sb.Cluster(w))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(mgmtC.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretNS, Name: w,
-			Labels: map[string]string{fleetv1.RegistrationLabel: "true"}},
-			Data: map[string][]byte{fleetv1.KubeconfigKey: kc}})).To(Succeed())
+		// Registered by etcdfleetctl register with its default scope, the
+		// EtcdClusters' namespace: the snapshot Jobs run under the RBAC and
+		// admission policies users get, through a cache scoped to it.
 		Expect(wc[w].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: etcdNS}})).To(Succeed())
+		Expect(ctl.Register(ctx, ctl.RegisterOptions{Name: w, Workload: sb.Cluster(w).Config, Management: sb.Cluster("mgmt").Config,
+			Namespace: secretNS, WatchNamespaces: []string{etcdNS}, Out: GinkgoWriter})).To(Succeed())
 		Expect(wc[w].Create(ctx, e2eutil.S3Secret(etcdNS, s3))).To(Succeed())
 		Expect(wc[w].Create(ctx, e2eutil.NewEtcdCluster(etcdNS, etcdName, 1, false))).To(Succeed())
 	}
