@@ -38,7 +38,9 @@ func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
 	if b := ec.Spec.Bootstrap; b != nil && b.Restore != nil && ec.Status.RestoreSource != nil { // by snapshot name
 		m.Spec.Restore = &etcdv1.MemberRestore{Location: *ec.Status.RestoreSource, SnapshotName: b.Restore.Source.SnapshotName}
 	}
-	if ec.Spec.Recovery != nil && ec.Spec.Backup != nil { // a restore after total loss, of a scheduled snapshot
+	if r := ec.Status.Recovery; r != nil { // a restore after total loss, as recorded in status
+		m.Spec.Restore = r.Source.DeepCopy()
+	} else if ec.Spec.Recovery != nil && ec.Spec.Backup != nil { // a restore after total loss, of a scheduled snapshot
 		loc := *ec.Spec.Backup.Location.DeepCopy()
 		loc.S3.Key += "scheduled.db"
 		m.Spec.Restore = &etcdv1.MemberRestore{Location: loc, SnapshotName: "scheduled"}
@@ -181,6 +183,16 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	byName.Status.RestoreSource = byNameLoc.DeepCopy()
 	if err := wc.Status().Update(ctx, byName); err != nil {
 		t.Fatalf("record status.restoreSource: %v", err)
+	}
+	// A restore after total loss from a hand-made EtcdSnapshot, whose
+	// Secret spec.backup does not name: the reconciler records the source
+	// in status.recovery before it creates the seed.
+	handMade := &etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{Endpoint: "http://s3:8333", Bucket: "snaps", Key: "last-good.db",
+		CredentialsSecretRef: corev1.LocalObjectReference{Name: "hand-made-creds"}}}
+	recovering.Status.Recovery = &etcdv1.RecoveryStatus{Phase: etcdv1.RecoveryRestoring, StartedAt: metav1.Now(),
+		Source: etcdv1.MemberRestore{Location: *handMade, SnapshotName: "last-good"}, URI: "s3://snaps/last-good.db"}
+	if err := wc.Status().Update(ctx, recovering); err != nil {
+		t.Fatalf("record status.recovery: %v", err)
 	}
 	// The policies and their params reach the apiserver's admission
 	// informers asynchronously, each policy on its own: wait until each
