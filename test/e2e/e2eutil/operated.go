@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
@@ -40,12 +42,17 @@ type OperatedSandbox struct {
 	// Clients holds a client of each cluster, by cluster name.
 	Clients   map[string]client.WithWatch
 	operators map[string]func()
+	// credentials are what each cluster's operator runs as: the manager's
+	// ServiceAccount that etcdfleetctl register installs, under its RBAC
+	// and admission policies (RegisterInstall), never the sandbox admin.
+	credentials map[string]*rest.Config
 }
 
 // StartOperatedSandbox starts a sandbox of the named clusters, with the
 // workload CRDs and a kubelet that restarts containers quickly (200 ms
-// backoff, 1 s at most), then a client and an operator (AccessFor) for each
-// cluster. Call it from a BeforeSuite: the operators and the sandbox stop
+// backoff, 1 s at most), then an administrator's client and an operator
+// (AccessFor) for each cluster, the operator as the ServiceAccount that
+// etcdfleetctl register installs, under its RBAC and admission policies. Call it from a BeforeSuite: the operators and the sandbox stop
 // when that node's cleanup runs (DeferCleanup).
 func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSandbox {
 	GinkgoHelper()
@@ -56,7 +63,8 @@ func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSand
 		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
 	})
 	Expect(err).NotTo(HaveOccurred())
-	s := &OperatedSandbox{Fleet: fleet, Clients: map[string]client.WithWatch{}, operators: map[string]func(){}}
+	s := &OperatedSandbox{Fleet: fleet, Clients: map[string]client.WithWatch{}, operators: map[string]func(){},
+		credentials: map[string]*rest.Config{}}
 	DeferCleanup(func() {
 		for _, stop := range s.operators {
 			stop()
@@ -67,6 +75,7 @@ func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSand
 		c, err := client.NewWithWatch(fleet.Cluster(name).Config, client.Options{Scheme: Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		s.Clients[name] = c
+		s.credentials[name] = registeredConfig(ctx, fleet.Cluster(name))
 		s.StartOperator(name)
 	}
 	return s
@@ -75,7 +84,21 @@ func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSand
 // StartOperator starts the operator of cluster name (after StopOperator).
 func (s *OperatedSandbox) StartOperator(name string) {
 	GinkgoHelper()
-	s.operators[name] = StartOperator(context.Background(), s.Fleet.Cluster(name).Config, AccessFor(name), OperatorOptions())
+	s.operators[name] = StartOperator(context.Background(), s.credentials[name], AccessFor(name), OperatorOptions())
+}
+
+// registeredConfig installs on c what etcdfleetctl register installs and
+// returns the rest.Config of the ServiceAccount token it mints, with the
+// sandbox client's rate limits (a kubeconfig carries none, and client-go's
+// default 5 QPS would pace the operator, not the code under test).
+func registeredConfig(ctx context.Context, c *sandbox.Cluster) *rest.Config {
+	GinkgoHelper()
+	kc, err := RegisterInstall(ctx, c)
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	Expect(err).NotTo(HaveOccurred())
+	cfg.QPS, cfg.Burst = c.Config.QPS, c.Config.Burst
+	return cfg
 }
 
 // StopOperator stops the operator of cluster name and waits for it to
