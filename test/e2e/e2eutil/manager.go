@@ -3,11 +3,14 @@ package e2eutil
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"regexp"
 	"runtime/pprof"
+	"sort"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 )
 
 // stopWait is how long stop waits for a fleet manager to exit: its own
@@ -21,7 +24,9 @@ const stopWait = time.Minute
 const stackDumpAfter = 20 * time.Second
 
 // RunFleetManager runs fm in the test process until the returned stop
-// func is called. stop cancels it and expects it to exit cleanly.
+// func is called. stop cancels it and expects it to exit cleanly. When it
+// does not, the failure message itself names where etcdfleet's goroutines
+// wait (StuckGoroutines): CI shows failure messages, not the whole output.
 func RunFleetManager(fm interface{ Start(context.Context) error }) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -30,11 +35,73 @@ func RunFleetManager(fm interface{ Start(context.Context) error }) (stop func())
 		GinkgoHelper()
 		cancel()
 		dump := time.AfterFunc(stackDumpAfter, func() {
-			var b bytes.Buffer
-			_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
-			GinkgoWriter.Printf("fleet manager still stopping after %s; every goroutine:\n%s\n", stackDumpAfter, b.String())
+			GinkgoWriter.Printf("fleet manager still stopping after %s; every goroutine:\n%s\n", stackDumpAfter, goroutines())
 		})
 		defer dump.Stop()
-		Eventually(done).WithTimeout(stopWait).Should(Receive(BeNil()), "the fleet manager exits cleanly once cancelled")
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(stopWait):
+			err = fmt.Errorf("still running after %s", stopWait)
+		}
+		if err != nil {
+			Fail(fmt.Sprintf("the fleet manager did not exit cleanly once cancelled (%v); etcdfleet goroutines still waiting: %s",
+				err, StuckGoroutines(goroutines())))
+		}
 	}
+}
+
+func goroutines() string {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return b.String()
+}
+
+// frameFunc matches a stack's function lines (the file lines are indented
+// with a tab).
+var frameFunc = regexp.MustCompile(`(?m)^([^\t\n][^\n]*)\(`)
+
+// StuckGoroutines summarises a debug=2 goroutine dump on one line: for
+// each goroutine with a frame in etcdfleet's module outside test/, its
+// innermost frame
+// (what it waits on) and its innermost such frame, counted and most
+// frequent first.
+func StuckGoroutines(dump string) string {
+	const module = "github.com/etcdfleet/etcdfleet/"
+	counts := map[string]int{}
+	for _, g := range strings.Split(dump, "\n\n") {
+		var inner, ours string
+		for _, m := range frameFunc.FindAllStringSubmatch(g, -1) {
+			fn := m[1]
+			if strings.HasPrefix(fn, "goroutine ") {
+				continue
+			}
+			if inner == "" {
+				inner = fn
+			}
+			// The sandbox's and the tests' own goroutines are not the manager's.
+			if strings.HasPrefix(fn, module) && !strings.HasPrefix(fn, module+"test/") {
+				ours = strings.TrimPrefix(fn, module)
+				break
+			}
+		}
+		if ours != "" {
+			counts[inner+" in "+ours]++
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d× %s", counts[k], k)
+	}
+	return strings.Join(parts, "; ")
 }
