@@ -137,7 +137,7 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 		LeaderElectionNamespace: c.Namespace,
 		// Release the lease on shutdown so a standby takes over at once.
 		LeaderElectionReleaseOnCancel: true,
-		Controller:                    ctrlconfig.Controller{SkipNameValidation: &skipNameValidation},
+		Controller:                    operator.ControllerConfig(ctrlconfig.Controller{SkipNameValidation: &skipNameValidation}),
 	})
 	if err != nil {
 		return err

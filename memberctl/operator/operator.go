@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
@@ -120,13 +122,30 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 
 // ManagerOptions returns o with what a manager of the operator needs: the
 // Scheme, the narrowed caches and the uncached kinds, all derived from
-// workload.Kinds. The fleet sets the same per engaged cluster through its
-// provider.
+// workload.Kinds, and ControllerConfig. The fleet sets the same per
+// engaged cluster through its provider.
 func ManagerOptions(o ctrl.Options) ctrl.Options {
 	o.Scheme = Scheme()
 	o.Cache.ByObject = CacheByObject()
 	o.Client.Cache = &client.CacheOptions{DisableFor: UncachedObjects()}
+	o.Controller = ControllerConfig(o.Controller)
 	return o
+}
+
+// ControllerConfig returns c with the classic workqueue instead of
+// controller-runtime's priority queue, the default since v0.23. The
+// priority queue of the pinned v0.24.1 can deadlock on shutdown
+// (kubernetes-sigs/controller-runtime#3538, fixed by #3540 in later
+// releases): a worker parked in Get returns on shutdown without taking
+// the item handed to it, so the hand-off blocks holding the queue's lock,
+// the last worker's Done waits on that lock, and the manager gives up
+// after its 30 s graceful shutdown with an error (seen in the pacing e2e
+// under load). No etcdfleet controller sets priorities; what is lost is
+// only that the initial list's events rank below live ones. Drop this with
+// a controller-runtime that has the fix.
+func ControllerConfig(c config.Controller) config.Controller {
+	c.UsePriorityQueue = ptr.To(false)
+	return c
 }
 
 // NewLocalCluster is the workload.Cluster of mgr's local cluster, for a

@@ -25,7 +25,7 @@ const stackDumpAfter = 20 * time.Second
 
 // RunFleetManager runs fm in the test process until the returned stop
 // func is called. stop cancels it and expects it to exit cleanly. When it
-// does not, the failure message itself names where etcdfleet's goroutines
+// does not, the failure message itself names where the manager's goroutines
 // wait (StuckGoroutines): CI shows failure messages, not the whole output.
 func RunFleetManager(fm interface{ Start(context.Context) error }) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,7 +45,7 @@ func RunFleetManager(fm interface{ Start(context.Context) error }) (stop func())
 			err = fmt.Errorf("still running after %s", stopWait)
 		}
 		if err != nil {
-			Fail(fmt.Sprintf("the fleet manager did not exit cleanly once cancelled (%v); etcdfleet goroutines still waiting: %s",
+			Fail(fmt.Sprintf("the fleet manager did not exit cleanly once cancelled (%v); goroutines still waiting:\n%s",
 				err, StuckGoroutines(goroutines())))
 		}
 	}
@@ -61,27 +61,39 @@ func goroutines() string {
 // with a tab).
 var frameFunc = regexp.MustCompile(`(?m)^([^\t\n][^\n]*)\(`)
 
-// StuckGoroutines summarises a debug=2 goroutine dump on one line: for
-// each goroutine with a frame in etcdfleet's module outside test/, its
-// innermost frame
-// (what it waits on) and its innermost such frame, counted and most
-// frequent first.
+// stuckFrames are the packages whose goroutines can hold a manager up:
+// etcdfleet's own outside test/ (the sandbox's and the tests' goroutines
+// are not the manager's), and controller-runtime's and
+// multicluster-runtime's but for envtest's process handling.
+var stuckFrames = regexp.MustCompile(`^(github\.com/etcdfleet/etcdfleet/|sigs\.k8s\.io/(controller|multicluster)-runtime/)`)
+
+const (
+	testFrames       = "github.com/etcdfleet/etcdfleet/test/"
+	envtestFrames    = "sigs.k8s.io/controller-runtime/pkg/internal/testing/"
+	maxStuckReported = 8
+)
+
+// StuckGoroutines summarises a debug=2 goroutine dump, a line each: for
+// each goroutine with a frame of stuckFrames (and none of the tests'), its
+// innermost frame (what it waits on) and its innermost stuckFrames frame,
+// counted, most frequent first, at most maxStuckReported of them.
 func StuckGoroutines(dump string) string {
-	const module = "github.com/etcdfleet/etcdfleet/"
 	counts := map[string]int{}
 	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, testFrames) || strings.Contains(g, envtestFrames) {
+			continue
+		}
 		var inner, ours string
 		for _, m := range frameFunc.FindAllStringSubmatch(g, -1) {
 			fn := m[1]
-			if strings.HasPrefix(fn, "goroutine ") {
+			if strings.HasPrefix(fn, "goroutine ") || strings.HasPrefix(fn, "created by ") {
 				continue
 			}
 			if inner == "" {
 				inner = fn
 			}
-			// The sandbox's and the tests' own goroutines are not the manager's.
-			if strings.HasPrefix(fn, module) && !strings.HasPrefix(fn, module+"test/") {
-				ours = strings.TrimPrefix(fn, module)
+			if stuckFrames.MatchString(fn) {
+				ours = fn
 				break
 			}
 		}
@@ -99,9 +111,12 @@ func StuckGoroutines(dump string) string {
 		}
 		return keys[i] < keys[j]
 	})
+	if len(keys) > maxStuckReported {
+		keys = keys[:maxStuckReported]
+	}
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d× %s", counts[k], k)
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "\n")
 }
