@@ -158,6 +158,16 @@ func saClientset(ctx context.Context, t *testing.T, c *sandbox.Cluster, namespac
 	return cs
 }
 
+// saClient is a controller-runtime client acting as namespace/name.
+func saClient(ctx context.Context, t *testing.T, c *sandbox.Cluster, namespace, name string) client.Client {
+	t.Helper()
+	cl, err := client.New(saConfig(ctx, t, c, namespace, name), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 func saConfig(ctx context.Context, t *testing.T, c *sandbox.Cluster, namespace, name string) *rest.Config {
 	t.Helper()
 	kc, err := c.ServiceAccountKubeconfig(ctx, namespace, name, time.Hour)

@@ -169,8 +169,11 @@ func TestOnAPIServer(t *testing.T) {
 				perms("apiextensions.k8s.io", "customresourcedefinitions", "create", "update", "delete"),
 				perms("rbac.authorization.k8s.io", "clusterroles", "create", "bind", "escalate"),
 			)...)
-			// The provider's own pre-flight checks, as it asks them.
+			// The provider's own pre-flight checks, as it asks them, and
+			// none of the escalations it reports as OverPrivileged.
 			expectAccess(ctx, t, sa, "", true, preflightPerms()...)
+			expectAccess(ctx, t, sa, "", false, escalationPerms()...)
+			expectAccess(ctx, t, sa, "etcd", false, escalationPerms()...)
 			// The identity role reads the kube-system Namespace only.
 			expectAccess(ctx, t, sa, "", true, identityPerms...)
 			expectAccess(ctx, t, sa, "", false, append(perms("", "namespaces", "get", "list", "watch"),

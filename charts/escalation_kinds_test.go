@@ -18,6 +18,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pvc"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/service"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
@@ -68,6 +69,11 @@ func escalationsRefused(ctx context.Context, t *testing.T, w1 *sandbox.Cluster, 
 		refused(t, what, c.policy, c.create())
 	}
 	foreignWritesRefused(ctx, t, sa, policyPrefix)
+	// What the manager dry-runs to verify its credentials is refused too:
+	// the install it verifies is constrained.
+	if admitted, err := workload.Constrained(ctx, saClient(ctx, t, w1, saNS, saName), []string{ns}); err != nil || admitted != "" {
+		t.Errorf("the manager's constraint probes as %s/%s: admitted %q, error %v", saNS, saName, admitted, err)
+	}
 }
 
 // kindsUnderTest builds, for one namespace and ServiceAccount, the objects

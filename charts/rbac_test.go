@@ -253,6 +253,22 @@ func preflightPerms() []perm {
 	return out
 }
 
+// escalationPerms are workload.Escalations as the provider asks them
+// (app.ForbiddenChecks): what the manager reports as OverPrivileged.
+func escalationPerms() []perm {
+	var out []perm
+	for _, c := range app.ForbiddenChecks() {
+		res := c.Resource
+		if c.Subresource != "" {
+			res += "/" + c.Subresource
+		}
+		for _, v := range c.Verbs {
+			out = append(out, perm{c.Group, res, v, c.Name})
+		}
+	}
+	return out
+}
+
 func equalJSON(t *testing.T, a, b any) bool {
 	t.Helper()
 	ja, err := yaml.Marshal(a)

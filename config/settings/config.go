@@ -49,6 +49,10 @@ type Config struct {
 	// EnsureWorkloadCRDs installs the etcd.etcdfleet.io CRDs in each
 	// workload cluster before engaging it; needs CRD write permission there.
 	EnsureWorkloadCRDs bool `mapstructure:"ensureWorkloadCRDs"`
+	// AllowUnconstrained engages workload clusters whose admission does
+	// not constrain the credentials (kubeconfigsecret
+	// Options.AllowUnconstrained).
+	AllowUnconstrained bool `mapstructure:"allowUnconstrained"`
 	// AgentImage runs etcdfleet-agent in workload Pods: the data-dir guard
 	// of memory-backed members.
 	AgentImage string `mapstructure:"agentImage"`

@@ -233,6 +233,11 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 		Scheme:       sharedScheme(),
 		WatchedKinds: operator.WatchedKinds(),
 		AccessChecks: AccessChecks(operator.Access(c.EtcdAccess)),
+		// The credentials must be constrained by the workload admission
+		// policies, not only by RBAC, which can only say "may create Pods".
+		Constraint:         constrained,
+		AllowUnconstrained: c.AllowUnconstrained,
+		ForbiddenChecks:    ForbiddenChecks(),
 		// Rights are looked at with every probe, so that a revoked
 		// permission shows within one probe interval: a rules review,
 		// and the full check only when the rules changed.
@@ -258,6 +263,26 @@ func AccessChecks(a operator.Access) []kubeconfigsecret.AccessCheck {
 	}
 	return append(out, kubeconfigsecret.AccessCheck{Resource: "namespaces", Name: metav1.NamespaceSystem,
 		ClusterScoped: true, Verbs: []string{"get"}})
+}
+
+// ForbiddenChecks are workload.Escalations as the provider asks them.
+func ForbiddenChecks() []kubeconfigsecret.AccessCheck {
+	var out []kubeconfigsecret.AccessCheck
+	for _, e := range workload.Escalations() {
+		out = append(out, kubeconfigsecret.AccessCheck{Group: e.Group, Resource: e.Resource, Subresource: e.Subresource,
+			ClusterScoped: e.ClusterScoped, Verbs: e.Verbs})
+	}
+	return out
+}
+
+// constrained is workload.Constrained with a client of cfg.
+func constrained(ctx context.Context, cfg *rest.Config, namespaces []string) (string, error) {
+	// The shared static RESTMapper: no discovery at every check.
+	cl, err := client.New(cfg, client.Options{Scheme: sharedScheme(), Mapper: operator.RESTMapper()})
+	if err != nil {
+		return "", err
+	}
+	return workload.Constrained(ctx, cl, namespaces)
 }
 
 // prepare installs the workload CRDs before a cluster is engaged, when
@@ -343,6 +368,7 @@ func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
 		Connected: s.Connected, Reason: s.Reason, Message: s.Message, ServerVersion: s.ServerVersion,
 		LastProbeTime: s.LastProbeTime, Paused: s.Paused,
 		ClusterID: s.ClusterID, Duplicate: s.Reason == kubeconfigsecret.ReasonDuplicateCluster, MissingRights: missing,
+		Unconstrained: s.Unconstrained, OverPrivileged: s.OverPrivileged, ConstraintKnown: s.ConstraintChecked,
 		TokenIssuedAt: s.Token.IssuedAt, TokenExpiresAt: s.Token.ExpiresAt}
 }
 

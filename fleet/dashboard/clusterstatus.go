@@ -106,10 +106,13 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 	}
 
 	setAuthorized(set, info)
+	setConstrained(set, info)
 	readyReason, readyMsg := fleetv1.ReasonHealthy, counts
 	switch {
 	case info.Duplicate:
 		readyReason, readyMsg = fleetv1.ReasonDuplicateCluster, info.Message
+	case !info.Connected && info.Reason == fleetv1.ReasonUnconstrained:
+		readyReason, readyMsg = fleetv1.ReasonUnconstrained, info.Message
 	case info.Connected && info.MissingRights != "":
 		readyReason = fleetv1.ReasonMissingRights
 		readyMsg = "the workload credentials lack permissions the reconcilers need: " + info.MissingRights + "; " + counts
@@ -162,6 +165,23 @@ func setAuthorized(set func(typ string, ok bool, reason, msg string), info Clust
 			"the workload credentials lack permissions the reconcilers need: "+info.MissingRights)
 	case info.Connected:
 		set(fleetv1.ConditionAuthorized, true, fleetv1.ReasonRightsGranted, "the workload credentials have every permission the reconcilers need")
+	}
+}
+
+// setConstrained sets the Constrained condition from the last constraint
+// check; before any answered, it stays as it was.
+func setConstrained(set func(typ string, ok bool, reason, msg string), info ClusterInfo) {
+	switch {
+	case !info.ConstraintKnown:
+	case info.Unconstrained != "":
+		set(fleetv1.ConditionConstrained, false, fleetv1.ReasonUnconstrained,
+			"admission admitted writes the credentials must not be able to make: "+info.Unconstrained)
+	case info.OverPrivileged != "":
+		set(fleetv1.ConditionConstrained, false, fleetv1.ReasonOverPrivileged,
+			"the credentials hold rights beyond what the reconcilers need: "+info.OverPrivileged)
+	default:
+		set(fleetv1.ConditionConstrained, true, fleetv1.ReasonConstrained,
+			"admission refuses what the credentials must not write, and they hold no right beyond the expected ones")
 	}
 }
 

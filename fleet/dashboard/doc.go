@@ -47,13 +47,17 @@
 //   - Ready: True (Healthy) when connected and every EtcdCluster is quorate
 //     and members ready = desired; otherwise False with DuplicateCluster
 //     (ClusterInfo.Duplicate: another Secret registered the cluster, the
-//     message names it), MissingRights (connected, but the credentials lack
-//     permissions), NotConnected, EtcdStatusUnknown (connected, but the
+//     message names it), Unconstrained (refused: admission admits what the
+//     credentials must not write), MissingRights (connected, but the
+//     credentials lack permissions), NotConnected, EtcdStatusUnknown (connected, but the
 //     cluster's cache cannot be read), QuorumLost or MembersUnhealthy.
 //     Degraded: True with QuorumLost or MembersUnhealthy. message repeats
 //     the Ready message when not Ready.
 //   - Authorized: False/MissingRights listing ClusterInfo.MissingRights,
 //     True/RightsGranted when connected with none missing, else unchanged.
+//   - Constrained: False/Unconstrained (ClusterInfo.Unconstrained) or
+//     False/OverPrivileged (ClusterInfo.OverPrivileged), True/Constrained
+//     once a check found neither, else unchanged.
 //   - clusterID from ClusterInfo.ClusterID (the last known one is kept).
 //   - Paused: True with FleetPaused (Fleet spec.paused) or ClusterPaused
 //     (ClusterInfo.Paused, from the Secret), else False/NotPaused.

@@ -40,6 +40,16 @@ type ClusterInfo struct {
 	// why a connection was refused for lack of them. Empty when none are
 	// known to be missing.
 	MissingRights string
+	// Unconstrained says what admission in the workload cluster admitted
+	// that the credentials must not be able to write; empty when it
+	// refused all of it or nothing is known yet. With Connected false
+	// and Reason Unconstrained, the cluster was refused for it.
+	Unconstrained string
+	// OverPrivileged lists rights the credentials hold beyond the expected
+	// ones ("; "-separated).
+	OverPrivileged string
+	// ConstraintKnown is true once a constraint check answered.
+	ConstraintKnown bool
 	// TokenIssuedAt and TokenExpiresAt bound the registration token's
 	// lifetime as its claims state it; zero when unknown.
 	TokenIssuedAt, TokenExpiresAt time.Time

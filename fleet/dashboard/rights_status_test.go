@@ -53,4 +53,30 @@ var _ = Describe("buildClusterStatus, duplicates and rights", func() {
 		fleet := buildFleetStatus(nil, []clusterRow{{Name: "c", Namespace: "ns", Status: &st}}, nil, false, 1, now)
 		Expect(cond(fleet.Conditions, fleetv1.ConditionReady)).To(Equal("False/MissingRights"))
 	})
+
+	It("shows a cluster refused as unconstrained as Constrained=False and Ready=False Unconstrained, and its return", func() {
+		info := ClusterInfo{Name: "c", Namespace: "ns", Reason: "Unconstrained", ConstraintKnown: true,
+			Unconstrained: "a Pod in namespace default", Message: "pre-flight: the credentials are not constrained by admission: a Pod"}
+		st := buildClusterStatus(nil, clusterInput{info: info}, 1, now)
+		Expect(cond(st.Conditions, fleetv1.ConditionConstrained)).To(Equal("False/Unconstrained"))
+		Expect(cond(st.Conditions, fleetv1.ConditionReady)).To(Equal("False/Unconstrained"))
+		Expect(st.Message).To(ContainSubstring("a Pod"))
+
+		info = ClusterInfo{Name: "c", Namespace: "ns", Connected: true, ConstraintKnown: true}
+		st = buildClusterStatus(&st, clusterInput{info: info, etcd: &s}, 1, now)
+		Expect(cond(st.Conditions, fleetv1.ConditionConstrained)).To(Equal("True/Constrained"))
+		Expect(cond(st.Conditions, fleetv1.ConditionReady)).To(Equal("True/Healthy"))
+	})
+
+	It("shows rights beyond the expected ones as Constrained=False OverPrivileged, without making the cluster unready", func() {
+		info := ClusterInfo{Name: "c", Namespace: "ns", Connected: true, ConstraintKnown: true, OverPrivileged: "* *.*"}
+		st := buildClusterStatus(nil, clusterInput{info: info, etcd: &s}, 1, now)
+		Expect(cond(st.Conditions, fleetv1.ConditionConstrained)).To(Equal("False/OverPrivileged"))
+		Expect(cond(st.Conditions, fleetv1.ConditionReady)).To(Equal("True/Healthy"))
+	})
+
+	It("sets no Constrained condition before a check answered", func() {
+		st := buildClusterStatus(nil, clusterInput{info: ClusterInfo{Name: "c", Namespace: "ns", Connected: true}, etcd: &s}, 1, now)
+		Expect(cond(st.Conditions, fleetv1.ConditionConstrained)).To(BeEmpty())
+	})
 })

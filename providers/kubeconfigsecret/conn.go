@@ -32,6 +32,9 @@ type conn struct {
 	// (Options.Ownership); owned wakes run when a new one arrives.
 	ownCtx context.Context
 	owned  chan struct{}
+	// constraint is what the last constraint check found; only run's
+	// goroutine uses it.
+	constraint constraintState
 }
 
 // session is one engagement of a cluster; ctx is its engagement context.
@@ -54,7 +57,7 @@ const (
 	changed                     // the kubeconfig changed: reconnect now
 	disowned                    // another replica owns it now: wait to own it again
 	unauthorized                // 401: reconnect now with the Secret's current contents
-	disconnected                // probes failed: reconnect after backoff
+	disconnected                // probes failed, or the credentials are no longer constrained: reconnect after backoff
 )
 
 // newConn is called with p.mu held.
@@ -340,7 +343,15 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 	for {
 		select {
 		case <-rt.C:
-			c.checkRights(actx, s, false)
+			full := c.checkRights(actx, s, false)
+			if problem := c.recheckConstraint(actx, s, full); problem != "" {
+				c.p.update(c, func(st *ClusterState) {
+					st.Connected, st.Reason = false, ReasonUnconstrained
+					st.Message = "the credentials are no longer constrained by admission: " + problem + "; disengaged"
+					st.ConsecutiveFailures++
+				})
+				return disconnected
+			}
 			continue
 		case <-s.rights.forbidden:
 			if s.rights.forbiddenDue(time.Now()) {

@@ -1,6 +1,8 @@
 package kubeconfigsecret
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -12,6 +14,8 @@ const (
 	MetricProbeDuration  = "etcdfleet_kubeconfigsecret_probe_duration_seconds"
 	MetricClusters       = "etcdfleet_kubeconfigsecret_clusters"
 	MetricRightsMissing  = "etcdfleet_kubeconfigsecret_cluster_rights_missing"
+	MetricUnconstrained  = "etcdfleet_kubeconfigsecret_cluster_unconstrained"
+	MetricOverPrivileged = "etcdfleet_kubeconfigsecret_cluster_over_privileged"
 )
 
 var (
@@ -33,10 +37,18 @@ var (
 		Name: MetricRightsMissing,
 		Help: "Permissions of the access checks that an engaged cluster's credentials lacked at the last check (0: all granted), by Secret namespace and cluster.",
 	}, []string{"namespace", "cluster"})
+	unconstrained = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricUnconstrained,
+		Help: "1 while admission in a workload cluster admits writes its credentials must not be able to make (Options.Constraint), else 0, by Secret namespace and cluster.",
+	}, []string{"namespace", "cluster"})
+	overPrivileged = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricOverPrivileged,
+		Help: "Permissions a workload cluster's credentials hold that they must not (Options.ForbiddenChecks), at the last check, by Secret namespace and cluster.",
+	}, []string{"namespace", "cluster"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(engageDuration, probeDuration, clustersGauge, rightsMissing)
+	metrics.Registry.MustRegister(engageDuration, probeDuration, clustersGauge, rightsMissing, unconstrained, overPrivileged)
 }
 
 // setClusterCounts publishes the counts of one provider's clusters by
@@ -55,7 +67,22 @@ func setRightsMissing(namespace, cluster string, n int) {
 	rightsMissing.WithLabelValues(namespace, cluster).Set(float64(n))
 }
 
+func setConstraint(namespace, cluster string, cs constraintState) {
+	u := 0.0
+	if cs.unconstrained != "" {
+		u = 1
+	}
+	unconstrained.WithLabelValues(namespace, cluster).Set(u)
+	n := 0
+	if cs.overPrivileged != "" {
+		n = strings.Count(cs.overPrivileged, "; ") + 1
+	}
+	overPrivileged.WithLabelValues(namespace, cluster).Set(float64(n))
+}
+
 // forgetRights drops a removed cluster's series.
 func forgetRights(namespace, cluster string) {
 	rightsMissing.DeleteLabelValues(namespace, cluster)
+	unconstrained.DeleteLabelValues(namespace, cluster)
+	overPrivileged.DeleteLabelValues(namespace, cluster)
 }

@@ -149,6 +149,25 @@ type Options struct {
 	// ClusterState.MissingRights, a metric and a Warning Event on the
 	// Secret.
 	AccessChecks []AccessCheck
+	// Constraint, if set, is asked at pre-flight, after the access checks,
+	// and at every look at an engaged cluster's rights
+	// (AccessRecheckInterval), whether admission in the cluster constrains
+	// the credentials as expected. A cluster whose credentials it finds
+	// unconstrained is refused, or disengaged, with ReasonUnconstrained
+	// (a Warning Event, a metric), unless AllowUnconstrained. It is asked
+	// at every look, not only when the rules change: admission policies
+	// change without any change to the credentials' rules.
+	Constraint ConstraintFunc
+	// AllowUnconstrained engages a cluster that Constraint finds
+	// unconstrained anyway; ClusterState.Unconstrained, the log, the
+	// metric and the Event still say so.
+	AllowUnconstrained bool
+	// ForbiddenChecks are permissions the credentials must NOT have
+	// (escalation paths no controller needs), asked with
+	// SelfSubjectAccessReviews alongside Constraint. Those granted show in
+	// ClusterState.OverPrivileged, the metric and a Warning Event; the
+	// cluster stays engaged.
+	ForbiddenChecks []AccessCheck
 	// AccessRecheckInterval between two looks at an engaged cluster's
 	// rights (default 1m). A look is one SelfSubjectRulesReview per
 	// namespace of the registration (one for a cluster-wide one); only when

@@ -25,7 +25,8 @@ import (
 )
 
 // preflight checks, under PreflightTimeout, that the server answers (its
-// version) and that the credentials may do everything in AccessChecks.
+// version), that the credentials may do everything in AccessChecks, and
+// that they are constrained (checkConstraint).
 // Nothing is built or cached for the cluster before it passes. The rules
 // the credentials had just before the access check are kept in rights, so
 // that its first re-check need not ask every permission again.
@@ -64,6 +65,9 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, r
 	if len(denied) > 0 {
 		return "", &failure{reason: ReasonForbidden,
 			msg: "pre-flight: the credentials lack permissions: " + strings.Join(denied, "; ")}
+	}
+	if f := c.preflightConstraint(ctx, actx, rights, red); f != nil {
+		return "", f
 	}
 	rights.rulesSum, rights.lastFull = sum, time.Now()
 	return ver, nil
@@ -142,8 +146,15 @@ func unservedKinds(ctx context.Context, rc rest.Interface, gvks []schema.GroupVe
 // re-checks of an engaged cluster use it; it is exported so that tools
 // (and tests) can verify credentials as the provider will.
 func CheckAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, namespaces []string) ([]string, error) {
+	return checkAccess(ctx, ssar, checks, namespaces, true)
+}
+
+// checkAccess returns the permissions of checks whose answer is not want:
+// the denied ones when want is true (CheckAccess), the allowed ones when
+// it is false (Options.ForbiddenChecks).
+func checkAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, namespaces []string, want bool) ([]string, error) {
 	if len(namespaces) == 0 {
-		return checkAccessIn(ctx, ssar, checks, "")
+		return checkAccessIn(ctx, ssar, checks, "", want)
 	}
 	var clusterScoped, namespaced []AccessCheck
 	for _, ch := range checks {
@@ -153,12 +164,12 @@ func CheckAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAcce
 			namespaced = append(namespaced, ch)
 		}
 	}
-	out, err := checkAccessIn(ctx, ssar, clusterScoped, "")
+	out, err := checkAccessIn(ctx, ssar, clusterScoped, "", want)
 	if err != nil {
 		return nil, err
 	}
 	for _, ns := range namespaces {
-		denied, err := checkAccessIn(ctx, ssar, namespaced, ns)
+		denied, err := checkAccessIn(ctx, ssar, namespaced, ns, want)
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +181,7 @@ func CheckAccess(ctx context.Context, ssar authorizationv1client.SelfSubjectAcce
 }
 
 // checkAccessIn checks in namespace ns ("": cluster-wide).
-func checkAccessIn(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, ns string) ([]string, error) {
+func checkAccessIn(ctx context.Context, ssar authorizationv1client.SelfSubjectAccessReviewInterface, checks []AccessCheck, ns string, want bool) ([]string, error) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -192,7 +203,7 @@ func checkAccessIn(ctx context.Context, ssar authorizationv1client.SelfSubjectAc
 				switch {
 				case err != nil:
 					errs = append(errs, err)
-				case !r.Status.Allowed:
+				case r.Status.Allowed != want:
 					denied[i] = append(denied[i], verb)
 				}
 			}()

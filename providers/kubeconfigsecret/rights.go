@@ -31,6 +31,9 @@ const forbiddenSpacing = time.Second
 
 // rightsWatch re-checks an engaged cluster's AccessChecks.
 type rightsWatch struct {
+	// cfg is the credentials' config without the 403 notifier, for the
+	// constraint checks: their dry-runs are meant to be refused.
+	cfg   *rest.Config
 	ssar  authorizationv1client.SelfSubjectAccessReviewInterface
 	rules authorizationv1client.SelfSubjectRulesReviewInterface
 	// namespaces scope the checks as the cluster's caches are scoped
@@ -56,7 +59,7 @@ func newRightsWatch(cfg *rest.Config, namespaces []string) (*rightsWatch, *rest.
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &rightsWatch{ssar: ac.SelfSubjectAccessReviews(), rules: ac.SelfSubjectRulesReviews(), namespaces: namespaces, forbidden: make(chan struct{}, 1)}
+	w := &rightsWatch{cfg: acfg, ssar: ac.SelfSubjectAccessReviews(), rules: ac.SelfSubjectRulesReviews(), namespaces: namespaces, forbidden: make(chan struct{}, 1)}
 	wrapped := rest.CopyConfig(cfg)
 	wrapped.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &forbiddenNotifier{rt: rt, signal: w.forbidden} })
 	return w, wrapped, nil
@@ -88,7 +91,8 @@ func (f *forbiddenNotifier) RoundTrip(r *http.Request) (*http.Response, error) {
 // AccessCheck again (CheckAccess). An error (the cluster does not answer)
 // changes nothing: the probe deals with it. The calls are bounded by
 // ProbeTimeout, like a probe.
-func (c *conn) checkRights(actx context.Context, s *session, force bool) {
+// It reports whether it ran the full check.
+func (c *conn) checkRights(actx context.Context, s *session, force bool) bool {
 	w := s.rights
 	now := time.Now()
 	w.last = now
@@ -96,18 +100,18 @@ func (c *conn) checkRights(actx context.Context, s *session, force bool) {
 	defer cancel()
 	sum := w.rulesFingerprint(ctx)
 	if !force && sum != "" && sum == w.rulesSum && now.Sub(w.lastFull) < c.p.opts.AccessSweepInterval {
-		return
+		return false
 	}
 	denied, err := CheckAccess(ctx, w.ssar, c.p.opts.AccessChecks, w.namespaces)
 	if err != nil {
 		c.log.V(1).Info("Access check failed", "error", s.red.redact(err.Error()))
-		return
+		return false
 	}
 	w.lastFull, w.rulesSum = now, sum
 	missing := strings.Join(denied, "; ")
 	setRightsMissing(c.p.opts.Namespace, c.name, len(denied))
 	if missing == w.missing {
-		return
+		return true
 	}
 	w.missing = missing
 	c.p.update(c, func(st *ClusterState) { st.MissingRights = missing })
@@ -115,10 +119,26 @@ func (c *conn) checkRights(actx context.Context, s *session, force bool) {
 		c.log.Info("The credentials lack permissions; the cluster stays engaged", "missing", missing)
 		c.p.event(c.name, corev1.EventTypeWarning, EventMissingRights,
 			"the credentials lack permissions the controllers need: "+missing)
-		return
+		return true
 	}
 	c.log.Info("The credentials have every permission again")
 	c.p.event(c.name, corev1.EventTypeNormal, EventRightsRestored, "the credentials have every permission the controllers need again")
+	return true
+}
+
+// recheckConstraint runs checkConstraint for an engaged cluster, bounded
+// by ProbeTimeout like a probe. Its Constraint runs at every look at the
+// rights, since admission policies change without any change to the
+// credentials' rules; its ForbiddenChecks only with a full access check
+// (full), since RBAC rights change only with the rules.
+func (c *conn) recheckConstraint(actx context.Context, s *session, full bool) string {
+	ctx, cancel := context.WithTimeout(actx, c.p.opts.ProbeTimeout)
+	defer cancel()
+	problem, err := c.checkConstraint(ctx, s.rights, full)
+	if err != nil {
+		c.log.V(1).Info("Constraint check got no answer", "error", s.red.redact(err.Error()))
+	}
+	return problem
 }
 
 // forbiddenDue reports whether a 403 signal should start a check now.

@@ -48,6 +48,15 @@ type ClusterState struct {
 	// are granted. The cluster stays engaged (see the package
 	// documentation); only meaningful while Connected.
 	MissingRights string
+	// Unconstrained says what admission admitted that the credentials must
+	// not be able to write (Options.Constraint), at the last check; empty
+	// when it refused all of it, or before any check.
+	Unconstrained string
+	// OverPrivileged lists the Options.ForbiddenChecks permissions the
+	// credentials held at the last check, "; "-separated.
+	OverPrivileged string
+	// ConstraintChecked is true once a constraint check answered.
+	ConstraintChecked bool
 }
 
 // Reasons of ClusterState.
@@ -84,13 +93,17 @@ const (
 	// Options.Identify identity) that another Secret registered first; the
 	// message names that Secret.
 	ReasonDuplicateCluster = "DuplicateCluster"
+	// ReasonUnconstrained: admission in the workload cluster admitted a
+	// write the credentials must not be able to make
+	// (Options.Constraint); the cluster is not engaged.
+	ReasonUnconstrained = "Unconstrained"
 	// ReasonError: anything else.
 	ReasonError = "Error"
 )
 
 var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig, ReasonInsecureKubeconfig,
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
-	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonError, ReasonNotOwned}
+	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonUnconstrained, ReasonError, ReasonNotOwned}
 
 // failure is an error with a Reason and a credential-free message.
 type failure struct {

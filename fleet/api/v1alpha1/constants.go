@@ -25,6 +25,13 @@ const (
 	// MissingRights, the message lists them), True when the last check found
 	// all of them. It is last known while the cluster is not connected.
 	ConditionAuthorized = "Authorized"
+	// ConditionConstrained (FleetCluster only) is True when admission in
+	// the workload cluster refuses what the credentials must not write
+	// (dry runs of objects no etcdfleet builder produces) and they hold no
+	// right beyond the expected ones; False with Unconstrained (the
+	// cluster is not engaged, unless the manager allows it) or
+	// OverPrivileged. Last known while the cluster is not connected.
+	ConditionConstrained = "Constrained"
 	// ConditionCredentialsExpiring (FleetCluster only) is True when less than
 	// a fifth of the registration token's lifetime is left, or it expired;
 	// absent when the token states no lifetime (JWT iat or nbf, and exp).
@@ -60,6 +67,15 @@ const (
 	ReasonMissingRights = "MissingRights"
 	// ReasonRightsGranted (Authorized=True).
 	ReasonRightsGranted = "RightsGranted"
+	// ReasonUnconstrained (Constrained=False, Ready=False unless the
+	// manager allows unconstrained clusters): admission admitted a dry run
+	// the credentials must not be able to make; the message says which.
+	ReasonUnconstrained = "Unconstrained"
+	// ReasonOverPrivileged (Constrained=False): the credentials hold
+	// rights beyond the expected ones, listed in the message.
+	ReasonOverPrivileged = "OverPrivileged"
+	// ReasonConstrained (Constrained=True).
+	ReasonConstrained = "Constrained"
 )
 
 // Registration of a workload cluster: a Secret in the manager's namespace

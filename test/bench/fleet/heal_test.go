@@ -88,6 +88,10 @@ func BenchmarkFleetHeal(b *testing.B) {
 	}
 	f := bench.StartSandbox(b, ctx, names...)
 	cfg := settings.Default()
+	// The bench registers the sandbox's admin, whom no admission policy
+	// constrains: the manager would refuse it (Unconstrained). The checks
+	// still run, so their cost is measured.
+	cfg.AllowUnconstrained = true
 	ws := setUp(b, ctx, f, names[1:], cfg.Namespace)
 	ms := startManagers(b, ctx, f, cfg, replicas)
 

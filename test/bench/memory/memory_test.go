@@ -97,6 +97,10 @@ func BenchmarkManagerMemory(b *testing.B) {
 	kcs := startSandboxProcess(b, names...)
 	cfg := settings.Default()
 	cfg.LeaderElection, cfg.MetricsBindAddress, cfg.HealthProbeBindAddress = false, "0", "0"
+	// The bench registers the sandbox's admin, whom no admission policy
+	// constrains: the manager would refuse it (Unconstrained). The checks
+	// still run, so their cost is measured.
+	cfg.AllowUnconstrained = true
 	mgmtCS, mgmt := clients(b, kcs["mgmt"])
 	if _, err := mgmtCS.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)

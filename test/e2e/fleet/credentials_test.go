@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"strings"
 	"sync"
@@ -12,12 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/ctl"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
@@ -107,19 +110,35 @@ func credentialSpecs() {
 	}, SpecTimeout(6*time.Minute))
 }
 
-// registerToken registers w with a fresh token of a cluster-admin
-// ServiceAccount sa (created if need be) as its good kubeconfig, waits for
-// the manager to engage w anew, and returns that kubeconfig.
-func registerToken(ctx SpecContext, w, sa string) []byte {
+// registerToken registers w with a fresh token of the ServiceAccount that
+// etcdfleetctl register installs, bound to the Secret boundTo in its
+// namespace (deleting that Secret revokes this token alone), as its good
+// kubeconfig; waits for the manager to engage w anew, and returns that
+// kubeconfig. The same identity, not a second one: the admission policies
+// constrain this one, and the manager refuses any other (Unconstrained).
+func registerToken(ctx SpecContext, w, boundTo string) []byte {
 	GinkgoHelper()
-	ensureServiceAccount(ctx, w, sa, true)
-	kc, err := sb.Cluster(w).ServiceAccountKubeconfig(ctx, credsNS, sa, time.Hour)
-	Expect(err).NotTo(HaveOccurred())
+	kc := registeredToken(ctx, w, boundTo)
 	engaged := engageCount()
 	putSecret(ctx, w, kubeconfigData(kc))
 	goodKubeconfig[w] = kc
 	Eventually(engageCount).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">", engaged))
 	return kc
+}
+
+// registeredToken is a kubeconfig of register's ServiceAccount in w with a
+// token bound to the Secret boundTo of its namespace.
+func registeredToken(ctx context.Context, w, boundTo string) []byte {
+	GinkgoHelper()
+	kc, err := sb.Cluster(w).BoundServiceAccountKubeconfig(ctx, ctl.WorkloadNamespace, ctl.WorkloadSA, boundTo, time.Hour)
+	Expect(err).NotTo(HaveOccurred())
+	return kc
+}
+
+// revokeToken deletes the Secret that w's token boundTo is bound to.
+func revokeToken(ctx context.Context, w, boundTo string) {
+	GinkgoHelper()
+	Expect(sb.Cluster(w).Clientset.CoreV1().Secrets(ctl.WorkloadNamespace).Delete(ctx, boundTo, metav1.DeleteOptions{})).To(Succeed())
 }
 
 // editKubeconfig returns kc with fn applied to its cluster entries.

@@ -46,7 +46,7 @@ func isolationSpecs() {
 		}
 
 		By("registering w4 with the token of a ServiceAccount that has no RBAC")
-		ensureServiceAccount(ctx, forbidden, "no-rbac", false)
+		ensureServiceAccount(ctx, forbidden, "no-rbac")
 		kc, err := sb.Cluster(forbidden).ServiceAccountKubeconfig(ctx, credsNS, "no-rbac", time.Hour)
 		Expect(err).NotTo(HaveOccurred())
 		putSecret(ctx, forbidden, kubeconfigData(kc))
@@ -131,13 +131,10 @@ func isolationSpecs() {
 }
 
 // ensureServiceAccount creates credsNS/name in cluster w, bound to
-// cluster-admin if admin.
-func ensureServiceAccount(ctx context.Context, w, name string, admin bool) {
+// nothing.
+func ensureServiceAccount(ctx context.Context, w, name string) {
 	GinkgoHelper()
 	c := wc[w]
 	Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: credsNS}}))).To(Succeed())
 	Expect(client.IgnoreAlreadyExists(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: credsNS, Name: name}}))).To(Succeed())
-	if admin {
-		Expect(client.IgnoreAlreadyExists(c.Create(ctx, clusterAdminBinding(name)))).To(Succeed())
-	}
 }

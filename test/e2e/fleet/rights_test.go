@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,15 +21,15 @@ import (
 func rightsSpecs() {
 	It("shows RBAC removed after engagement within one probe interval, keeps the cluster engaged, and shows the rights' return", func(ctx SpecContext) {
 		baseline(ctx)
-		const w, sa = "w2", "fleet-rights"
+		const w = "w2"
+		binding := registeredBinding(ctx, w)
 		DeferCleanup(func(ctx context.Context) {
-			Expect(client.IgnoreAlreadyExists(wc[w].Create(ctx, clusterAdminBinding(sa)))).To(Succeed())
+			restore(ctx, wc[w], binding)
 			putSecret(ctx, w, kubeconfigData(goodKubeconfig[w]))
 			waitConnected(ctx, time.Minute, w)
 		})
-		ensureServiceAccount(ctx, w, sa, true)
-		kc, err := sb.Cluster(w).ServiceAccountKubeconfig(ctx, credsNS, sa, time.Hour)
-		Expect(err).NotTo(HaveOccurred())
+		// A token of its own, so that the cluster is seen to engage on it.
+		kc := registeredToken(ctx, w, "fleet-rights")
 		token, err := clientcmd.RESTConfigFromKubeConfig(kc)
 		Expect(err).NotTo(HaveOccurred())
 		putSecret(ctx, w, kubeconfigData(kc))
@@ -42,10 +43,10 @@ func rightsSpecs() {
 		waitConnected(ctx, time.Minute, w)
 		expectRow(ctx, w, fleetv1.ConditionAuthorized, metav1.ConditionTrue, fleetv1.ReasonRightsGranted)
 
-		By("removing the ServiceAccount's ClusterRoleBinding")
+		By("removing the ClusterRoleBinding that etcdfleetctl register created")
 		cfg := managerConfig()
 		removedAt := time.Now()
-		Expect(wc[w].Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa + "-cluster-admin"}})).To(Succeed())
+		Expect(wc[w].Delete(ctx, binding.DeepCopy())).To(Succeed())
 		var shownAt time.Time
 		Eventually(func() string {
 			st, _ := fm.Provider.State(w)
@@ -68,10 +69,83 @@ func rightsSpecs() {
 		Expect(st.Connected).To(BeTrue(), "a cluster missing rights stays engaged")
 
 		By("restoring the binding: the rights show as granted again")
-		Expect(wc[w].Create(ctx, clusterAdminBinding(sa))).To(Succeed())
+		restore(ctx, wc[w], binding)
 		expectRow(ctx, w, fleetv1.ConditionAuthorized, metav1.ConditionTrue, fleetv1.ReasonRightsGranted)
 		Expect(rightsMissing(w)).To(BeZero())
 	}, SpecTimeout(4*time.Minute))
+
+	It("refuses a cluster whose admission policies are removed within a probe interval (Unconstrained), and engages it again once they are back", func(ctx SpecContext) {
+		baseline(ctx)
+		const w = "w3"
+		expectRow(ctx, w, fleetv1.ConditionConstrained, metav1.ConditionTrue, fleetv1.ReasonConstrained)
+		bindings := policyBindings(ctx, w)
+		DeferCleanup(func(ctx context.Context) {
+			for _, b := range bindings {
+				restore(ctx, wc[w], b)
+			}
+			waitConnected(ctx, time.Minute, w)
+		})
+
+		By("deleting the ValidatingAdmissionPolicyBindings that etcdfleetctl register installed")
+		removedAt := time.Now()
+		for _, b := range bindings {
+			Expect(wc[w].Delete(ctx, b.DeepCopy())).To(Succeed())
+		}
+		var shownAt time.Time
+		Eventually(func(g Gomega) {
+			st, _ := fm.Provider.State(w)
+			shownAt = time.Now()
+			g.Expect(st.Connected).To(BeFalse())
+			g.Expect(st.Reason).To(Equal(kubeconfigsecret.ReasonUnconstrained))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(20 * time.Millisecond).Should(Succeed())
+		AddReportEntry("unconstrained shown and disengaged after", shownAt.Sub(removedAt).Round(10*time.Millisecond).String())
+		c := expectRow(ctx, w, fleetv1.ConditionConstrained, metav1.ConditionFalse, fleetv1.ReasonUnconstrained)
+		Expect(c.Message).To(And(ContainSubstring("Pod"), ContainSubstring("Job"), ContainSubstring("PersistentVolumeClaim"),
+			ContainSubstring("Service"), ContainSubstring("PodDisruptionBudget")), "every probe is admitted without the policies")
+		expectRow(ctx, w, fleetv1.ConditionReady, metav1.ConditionFalse, fleetv1.ReasonUnconstrained)
+		expectEvent(ctx, w, corev1.EventTypeWarning, kubeconfigsecret.EventUnconstrained)
+		Expect(series(kubeconfigsecret.MetricUnconstrained, map[string]string{"namespace": secretNS, "cluster": w}).GetGauge().GetValue()).To(Equal(1.0))
+		Consistently(func() bool { st, _ := fm.Provider.State(w); return st.Connected }).WithContext(ctx).
+			WithTimeout(3 * time.Second).Should(BeFalse(), "not engaged while unconstrained")
+
+		By("restoring the bindings: engaged again")
+		for _, b := range bindings {
+			restore(ctx, wc[w], b)
+		}
+		waitConnected(ctx, 2*time.Minute, w)
+		expectRow(ctx, w, fleetv1.ConditionConstrained, metav1.ConditionTrue, fleetv1.ReasonConstrained)
+	}, SpecTimeout(4*time.Minute))
+}
+
+// registeredBinding is the ClusterRoleBinding that etcdfleetctl register
+// created in w for its ServiceAccount.
+func registeredBinding(ctx context.Context, w string) *rbacv1.ClusterRoleBinding {
+	GinkgoHelper()
+	b := &rbacv1.ClusterRoleBinding{}
+	Expect(wc[w].Get(ctx, client.ObjectKey{Name: "etcdfleet-workload"}, b)).To(Succeed())
+	return b
+}
+
+// policyBindings are the admission policy bindings register installed in w.
+func policyBindings(ctx context.Context, w string) []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	GinkgoHelper()
+	var l admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	Expect(wc[w].List(ctx, &l, client.MatchingLabels{"app.kubernetes.io/part-of": "etcdfleet"})).To(Succeed())
+	Expect(l.Items).NotTo(BeEmpty())
+	out := make([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out
+}
+
+// restore creates obj again as it was, if it is gone.
+func restore(ctx context.Context, c client.Client, obj client.Object) {
+	GinkgoHelper()
+	o := obj.DeepCopyObject().(client.Object)
+	o.SetResourceVersion("")
+	o.SetUID("")
+	Expect(client.IgnoreAlreadyExists(c.Create(ctx, o))).To(Succeed())
 }
 
 // rightsMissing reads the provider's missing-rights gauge of cluster w.

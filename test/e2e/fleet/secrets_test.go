@@ -17,7 +17,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
@@ -90,9 +89,8 @@ func rotationSpecs() {
 	It("re-engages a cluster whose token is rotated mid-heal, and the heal completes", func(ctx SpecContext) {
 		baseline(ctx)
 		const w = "w1"
-		// Two cluster-admin ServiceAccounts, so that the old token can be
-		// revoked (by deleting its ServiceAccount) once the new one is in.
-		ensureServiceAccount(ctx, w, "fleet-new", true)
+		// Two tokens of register's ServiceAccount, each bound to a Secret,
+		// so that the old one can be revoked alone once the new one is in.
 		registerToken(ctx, w, "fleet-old")
 		waitConnected(ctx, time.Minute, w)
 		waitHealed(ctx, time.Now(), nil, time.Minute, w)
@@ -110,8 +108,7 @@ func rotationSpecs() {
 		By("writing a new token into the Secret while the old one still works")
 		engagedBefore := engageCount()
 		rotateAt := time.Now()
-		newKC, err := sb.Cluster(w).ServiceAccountKubeconfig(ctx, credsNS, "fleet-new", time.Hour)
-		Expect(err).NotTo(HaveOccurred())
+		newKC := registeredToken(ctx, w, "fleet-new")
 		putSecret(ctx, w, kubeconfigData(newKC))
 		goodKubeconfig[w] = newKC
 
@@ -134,8 +131,7 @@ func rotationSpecs() {
 
 		By("revoking the old token: the cluster stays engaged on the new one")
 		revokedAt := time.Now()
-		Expect(wc[w].Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "fleet-old-cluster-admin"}})).To(Succeed())
-		Expect(sb.Cluster(w).Clientset.CoreV1().ServiceAccounts(credsNS).Delete(ctx, "fleet-old", metav1.DeleteOptions{})).To(Succeed())
+		revokeToken(ctx, w, "fleet-old")
 		Consistently(func() bool { st, _ := fm.Provider.State(w); return st.Connected }).WithContext(ctx).
 			WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		for _, e := range states.since(w, revokedAt) {
@@ -144,13 +140,6 @@ func rotationSpecs() {
 	}, SpecTimeout(4*time.Minute))
 }
 
-func clusterAdminBinding(sa string) *rbacv1.ClusterRoleBinding {
-	return &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa + "-cluster-admin"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: credsNS, Name: sa}},
-	}
-}
 
 // engageCount is how many times the provider engaged a cluster so far.
 func engageCount() uint64 {
