@@ -28,6 +28,9 @@ const (
 	// requeueEtcd: waiting on etcd (a learner catching up, a seed forming,
 	// a member being removed by the finalizer, a fresh leader).
 	requeueEtcd = 5 * time.Second
+	// requeueAddUnhealthy: etcd refused to add a member until its voters
+	// have been connected to the leader for 5 s (see completePending).
+	requeueAddUnhealthy = time.Second
 	// requeueUnreachable: etcd did not answer; poll it at this pace.
 	requeueUnreachable = 10 * time.Second
 	// requeueMembers: waiting for the member reconciler (event-driven).

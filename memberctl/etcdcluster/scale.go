@@ -32,6 +32,17 @@ func (p *pass) completePending(ctx context.Context, m *v1alpha1.EtcdMember) (ctr
 			return ctrl.Result{}, err
 		}
 		added, members, err := p.cl.Etcd.AddLearner(ctx, t, peer)
+		if err != nil && isUnhealthy(err) {
+			// etcd's strict reconfiguration check: no member is added
+			// until every voter has been connected to the leader for its
+			// HealthInterval (5 s). A power loss that takes the leader
+			// with a member ends in exactly this, and the successor of the
+			// lost member waits on it; retrying each second adds it within
+			// a second of etcd allowing it, not up to requeueEtcd later.
+			log.FromContext(ctx).Info("etcd does not add a member yet (a voter connected to the leader for less than 5 s); retrying",
+				"member", m.Name, "error", err.Error())
+			return ctrl.Result{RequeueAfter: requeueAddUnhealthy}, nil
+		}
 		if err != nil {
 			log.FromContext(ctx).Info("adding a learner failed; retrying", "member", m.Name, "error", err.Error())
 			p.event(corev1.EventTypeWarning, "AddLearnerFailed", "Adding member %s to etcd failed: %v", m.Name, err)
@@ -131,6 +142,12 @@ func (p *pass) promoteLearner(ctx context.Context) (res ctrl.Result, done bool, 
 		return ctrl.Result{RequeueAfter: requeueEtcd}, true, setVoter(ctx, p.cl.Client, m, true)
 	}
 	return ctrl.Result{}, false, nil
+}
+
+// isUnhealthy reports etcd's refusal of a membership change while a voter
+// has not been connected to the leader for its HealthInterval.
+func isUnhealthy(err error) bool {
+	return errors.Is(err, rpctypes.ErrUnhealthy) || strings.Contains(err.Error(), rpctypes.ErrUnhealthy.Error())
 }
 
 // retryablePromote reports the errors etcd returns while a learner is not

@@ -3,6 +3,8 @@ package etcdmember
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +69,7 @@ func (s *run) podServing(ctx context.Context, m *v1alpha1.EtcdMember) (bool, err
 type quorumView struct {
 	voters        int
 	healthyOthers int  // voters other than this member that answer
-	selfHealthy   bool // this member answers, as a voter
+	selfHealthy   bool // this member answers, as a voter (asked only when it may)
 	// listed: MemberList answered. When it did not (etcd 3.5+ serves it
 	// only with a leader), voters come from the members' status.isVoter.
 	listed bool
@@ -97,8 +99,9 @@ func (q quorumView) String() string {
 }
 
 // liveQuorum reads the members from the apiserver and etcd's membership
-// and health through the other members.
-func (s *run) liveQuorum(ctx context.Context) (quorumView, error) {
+// and health through the other members (and the member itself with
+// askSelf; see answering).
+func (s *run) liveQuorum(ctx context.Context, askSelf bool) (quorumView, error) {
 	members, err := etcd.Members(ctx, s.cl.Reader, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
 		return quorumView{}, err
@@ -128,20 +131,41 @@ func (s *run) liveQuorum(ctx context.Context) (quorumView, error) {
 		}
 	}
 	q.voters = len(voters)
-	for _, v := range voters {
-		if v == nil {
-			continue
-		}
-		if _, err := s.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(v)); err != nil {
-			continue
-		}
-		if v.Name == s.m.Name {
-			q.selfHealthy = true
-		} else {
-			q.healthyOthers++
-		}
-	}
+	q.healthyOthers, q.selfHealthy = s.answering(ctx, t, voters, askSelf)
 	return q, nil
+}
+
+// answering asks the voters for their status at once, so that any number
+// that do not answer cost one status timeout (3 s), not one each, and
+// counts the others that answer. The member itself is asked only with
+// askSelf: a caller that knows it cannot serve (its data dir was wiped
+// and its guard holds etcd back, or it crash-loops and only holdsWithout
+// matters) saves that timeout, which it would otherwise pay on every
+// decision, twice per replacement.
+func (s *run) answering(ctx context.Context, t etcd.Target, voters []*v1alpha1.EtcdMember, askSelf bool) (others int, self bool) {
+	var (
+		wg          sync.WaitGroup
+		n           atomic.Int32
+		selfAnswers atomic.Bool
+	)
+	for _, v := range voters {
+		isSelf := v != nil && v.Name == s.m.Name
+		if v == nil || (isSelf && !askSelf) {
+			continue
+		}
+		wg.Go(func() {
+			if _, err := s.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(v)); err != nil {
+				return
+			}
+			if isSelf {
+				selfAnswers.Store(true)
+			} else {
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(n.Load()), selfAnswers.Load()
 }
 
 func byEtcdMember(members []v1alpha1.EtcdMember, e etcd.Member) *v1alpha1.EtcdMember {

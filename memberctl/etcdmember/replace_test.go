@@ -5,10 +5,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 )
 
@@ -153,6 +155,18 @@ var _ = Describe("pod-loss replacement", func() {
 		Expect(h.removing("ec-0")).To(BeTrue())
 		Expect(h.gate.requests).To(HaveLen(1))
 		Expect(h.gate.requests[0].QuorumLost).To(BeTrue())
+	})
+
+	It("does not ask a member whose data dir was wiped for its own status: it cannot answer, and waiting for it cost 3 s per decision", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		h.setPod("ec-0", corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{
+			Name: datadirguard.ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 1, Message: datadirguard.MessagePrefix + ": the data dir is empty (set by the test)"}}}}})
+		self, other := h.etcd.StatusAsked("ec-0"), h.etcd.StatusAsked("ec-1")
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeTrue())
+		Expect(h.etcd.StatusAsked("ec-0")).To(Equal(self), "the member itself is not asked")
+		Expect(h.etcd.StatusAsked("ec-1")).To(BeNumerically(">", other), "the others are")
 	})
 
 	It("does not remove a member that quorum still depends on", func() {

@@ -99,7 +99,11 @@ func (s *run) replaceLostMemoryMember(ctx context.Context, loss podLoss) (ctrl.R
 			if lost, what = loss.confirmed(live, uid); !lost {
 				return safety{why: "its Pod " + what}, nil
 			}
-			return s.podLossSafety(ctx)
+			// A Pod gone from the API may still run on a node that is
+			// unreachable, so the member itself is asked too; one restarted
+			// on a wiped data dir is held back by its guard and cannot.
+			gone := live == nil || live.UID != uid
+			return s.podLossSafety(ctx, gone)
 		},
 	}, "MemoryMemberLost", func() string { return "its Pod " + what + ", and its in-memory data with it" })
 }
@@ -124,7 +128,8 @@ func (s *run) removeMember(ctx context.Context, j job, event string, because fun
 // crashLoopSafety: replace only if live membership and health say the
 // other voters keep quorum.
 func (s *run) crashLoopSafety(ctx context.Context) (safety, error) {
-	q, err := s.liveQuorum(ctx)
+	// Only holdsWithout matters here: the member's own answer is not asked.
+	q, err := s.liveQuorum(ctx, false)
 	switch {
 	case err != nil:
 		return safety{}, err
@@ -142,8 +147,8 @@ func (s *run) crashLoopSafety(ctx context.Context) (safety, error) {
 // already lost (then removing a member that cannot come back costs
 // nothing, and the gate serves the cluster first); never when etcd did not
 // answer at all, which may be our network rather than etcd.
-func (s *run) podLossSafety(ctx context.Context) (safety, error) {
-	q, err := s.liveQuorum(ctx)
+func (s *run) podLossSafety(ctx context.Context, askSelf bool) (safety, error) {
+	q, err := s.liveQuorum(ctx, askSelf)
 	switch {
 	case err != nil:
 		return safety{}, err

@@ -49,6 +49,8 @@ type Etcd struct {
 	promoteErrs []error
 	calls       []string
 	forgotten   []string
+	// statusAsked counts Status calls by member name.
+	statusAsked map[string]int
 	// revision is the keyspace revision Status reports.
 	revision int64
 }
@@ -56,7 +58,16 @@ type Etcd struct {
 var _ etcd.Interface = (*Etcd)(nil)
 
 // New returns an empty cluster with cluster ID 0xc1a5.
-func New() *Etcd { return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}} }
+func New() *Etcd {
+	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusAsked: map[string]int{}}
+}
+
+// StatusAsked returns how many Status calls named member name so far.
+func (f *Etcd) StatusAsked(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statusAsked[name]
+}
 
 func (f *Etcd) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
@@ -253,6 +264,7 @@ func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.S
 		return etcd.Status{}, f.fail
 	}
 	name := strings.SplitN(strings.TrimPrefix(endpoint, "http://"), ".", 2)[0]
+	f.statusAsked[name]++
 	for _, m := range f.members {
 		if m.Name == name && !f.down[name] {
 			return etcd.Status{MemberID: m.ID, Version: Version, Revision: f.revision}, nil

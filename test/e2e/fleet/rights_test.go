@@ -106,7 +106,7 @@ func rightsSpecs() {
 		expectEvent(ctx, w, corev1.EventTypeWarning, kubeconfigsecret.EventUnconstrained)
 		Expect(series(kubeconfigsecret.MetricUnconstrained, map[string]string{"namespace": secretNS, "cluster": w}).GetGauge().GetValue()).To(Equal(1.0))
 		Consistently(func() bool { st, _ := fm.Provider.State(w); return st.Connected }).WithContext(ctx).
-			WithTimeout(3 * time.Second).Should(BeFalse(), "not engaged while unconstrained")
+			WithTimeout(3*time.Second).Should(BeFalse(), "not engaged while unconstrained")
 
 		By("restoring the bindings: engaged again")
 		for _, b := range bindings {

@@ -140,7 +140,6 @@ func rotationSpecs() {
 	}, SpecTimeout(4*time.Minute))
 }
 
-
 // engageCount is how many times the provider engaged a cluster so far.
 func engageCount() uint64 {
 	GinkgoHelper()
