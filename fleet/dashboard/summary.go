@@ -145,5 +145,10 @@ func StateOf(ec *etcdv1.EtcdCluster) fleetv1.EtcdClusterState {
 		st.Reason = c.Reason
 	}
 	st.Quorum = st.Available || etcd.HasQuorum(int(readyVoters), int(max(desired, voters)))
+	if st.Reason == etcdv1.ReasonMajorityLost {
+		// Proven lost for good, whatever the members' lagging Ready says:
+		// counted as quorum lost, and shown by its reason.
+		st.Quorum = false
+	}
 	return st
 }

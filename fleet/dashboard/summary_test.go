@@ -70,6 +70,14 @@ var _ = Describe("SummarizeEtcd", func() {
 		Expect(s.Healthy()).To(BeFalse())
 	})
 
+	It("counts a cluster whose majority is lost for good as quorum lost, whatever its members' lagging Ready says", func() {
+		c := ec("a", "one", 3, 3, avail(metav1.ConditionFalse, etcdv1.ReasonMajorityLost), voters(true, true, true))
+		s := SummarizeEtcd([]etcdv1.EtcdCluster{c}, nil)
+		Expect(s.QuorateEtcdClusters).To(BeZero())
+		Expect(s.States[0].Reason).To(Equal(etcdv1.ReasonMajorityLost))
+		Expect(SeverityOf(s.States[0])).To(Equal(SeverityQuorumLost))
+	})
+
 	It("is healthy when every cluster is quorate and every member ready", func() {
 		s := SummarizeEtcd([]etcdv1.EtcdCluster{healthy("a", "one", 3), healthy("a", "two", 1)}, nil)
 		Expect(s.Healthy()).To(BeTrue())

@@ -73,6 +73,9 @@ type pass struct {
 	discovered bool
 	// terminal is BootstrapFailed or DeadlineExceeded while locked.
 	terminal string
+	// majorityLost says which members are provably lost, a majority, and
+	// which survive, while etcd does not answer (majorityLoss).
+	majorityLost string
 }
 
 // Reconcile brings one EtcdCluster of cluster clusterName towards its spec.

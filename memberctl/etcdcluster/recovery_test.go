@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -134,6 +135,26 @@ var _ = Describe("restore after total loss", func() {
 		for _, m := range h.members() {
 			Expect(m.DeletionTimestamp).To(BeNil())
 		}
+
+		By("naming the state: a majority lost for good, with the survivor")
+		c := apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionAvailable)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Reason).To(Equal(v1alpha1.ReasonMajorityLost))
+		Expect(c.Message).To(And(ContainSubstring("2 of 3 members lost their data for good"),
+			ContainSubstring("lost its Pod, and its tmpfs with it"), ContainSubstring("surviving: "+survivor.Name)))
+		Expect(h.events.All()).To(ContainElement(ContainSubstring(v1alpha1.ReasonMajorityLost)))
+	})
+
+	It("does not call a loss of a minority a majority loss", func() {
+		ec := lostMemoryCluster(false)
+		for _, m := range h.members()[1:] {
+			Expect(k8sClient.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: m.Name},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}})).To(Succeed())
+		}
+		h.reconcile(ec)
+		c := apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionAvailable)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Reason).NotTo(Equal(v1alpha1.ReasonMajorityLost))
 	})
 
 	It("reports TotalLoss without the opt-in, and NoSnapshot with it but nothing to restore, changing nothing", func() {

@@ -121,6 +121,15 @@ func (p *pass) buildStatus() {
 
 	prev := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable)
 	a, d := availability(h)
+	// A majority lost for good says more than "quorum lost" or "etcd does
+	// not answer" (members' Ready conditions can lag the loss).
+	if p.majorityLost != "" && (a.reason == v1alpha1.ReasonQuorumLost || a.reason == v1alpha1.ReasonClusterUnreachable) {
+		a = verdict{metav1.ConditionFalse, v1alpha1.ReasonMajorityLost, p.majorityLost}
+		d = verdict{metav1.ConditionTrue, v1alpha1.ReasonMajorityLost, p.majorityLost}
+		if prev == nil || prev.Reason != a.reason {
+			p.event(corev1.EventTypeWarning, v1alpha1.ReasonMajorityLost, "%s", a.message)
+		}
+	}
 	if a.reason == v1alpha1.ReasonClusterUnreachable && (prev == nil || prev.Reason != a.reason) {
 		p.event(corev1.EventTypeWarning, v1alpha1.ReasonClusterUnreachable, "etcd did not answer: %v", p.etcd.err)
 	}

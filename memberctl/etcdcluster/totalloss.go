@@ -52,7 +52,9 @@ func (p *pass) recover(ctx context.Context) (res ctrl.Result, done bool, err err
 
 // totalLoss reports whether every member of the cluster (read live, the
 // ones being deleted included) has provably lost its data. why is the
-// proof, or the member that may still hold data.
+// proof, or the member that may still hold data. When some members are
+// provably lost and they are a majority, it records the majority loss for
+// the status (majorityLoss).
 func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, err error) {
 	ms, err := p.fresh(ctx)
 	if err != nil {
@@ -61,16 +63,24 @@ func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, err error)
 	if len(ms.all) == 0 {
 		return false, "no member to prove anything of", nil
 	}
-	var proofs []string
+	var (
+		proofs, whats []string
+		survivors     []*v1alpha1.EtcdMember
+	)
 	for _, m := range ms.all {
 		gone, what, err := p.dataGone(ctx, m)
 		if err != nil {
 			return false, "", err
 		}
-		if !gone {
-			return false, fmt.Sprintf("member %s may still hold data: %s", m.Name, what), nil
+		if gone {
+			proofs = append(proofs, m.Name+" "+what)
+		} else {
+			survivors, whats = append(survivors, m), append(whats, what)
 		}
-		proofs = append(proofs, m.Name+" "+what)
+	}
+	if len(survivors) > 0 {
+		p.majorityLoss(ctx, len(ms.all), proofs, survivors, whats)
+		return false, fmt.Sprintf("member %s may still hold data: %s", survivors[0].Name, whats[0]), nil
 	}
 	return true, strings.Join(proofs, "; "), nil
 }

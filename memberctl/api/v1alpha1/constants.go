@@ -86,6 +86,13 @@ const (
 	ReasonClusterDiscovered = "ClusterDiscovered"
 	// ReasonQuorumLost (Available=False, Degraded=True): a majority of voters is not ready.
 	ReasonQuorumLost = "QuorumLost"
+	// ReasonMajorityLost (Available=False, Degraded=True, and a Warning
+	// Event): etcd does not answer, a majority of the members provably
+	// lost their data and at least one may still hold it. Quorum cannot
+	// come back on its own, and total-loss restore does not apply while a
+	// member survives; the message names the lost members, how each is
+	// known lost, and the survivors with their revision.
+	ReasonMajorityLost = "MajorityLost"
 	// ReasonClusterUnreachable (Available=False): etcd could not be dialled.
 	ReasonClusterUnreachable = "ClusterUnreachable"
 	// ReasonBootstrapFailed (Available=False, Progressing=False): terminal.
