@@ -77,11 +77,37 @@ func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 			},
 			Affinity:                  affinity(m),
 			TopologySpreadConstraints: topologySpread(m),
+			Tolerations:               nodeLossTolerations(),
 			InitContainers:            inits,
 			Containers:                []corev1.Container{container(m, opts)},
 			Volumes:                   append(volumes(m), extraVolumes...),
 		},
 	}
+}
+
+// NodeLossTolerationSeconds is how long a member's Pod stays bound to a
+// node that is not ready or unreachable before the taint manager evicts
+// it. It is Kubernetes' own default (the DefaultTolerationSeconds
+// admission plugin's 300 s), made explicit so that what the replacement
+// flows and docs/operations.md rely on does not depend on the apiserver's
+// --default-not-ready-toleration-seconds. Shorter would evict the Pods of
+// a node that merely reboots (servers take minutes), and with them
+// memory-backed members whose data comes back with the node only if the
+// node kept power; longer keeps the members of a dead node, which quorum
+// already does without, on it for longer before they are recreated
+// (PVC members: on their claims, when the node returns) or replaced
+// (memory members: a new member elsewhere, while quorum holds).
+const NodeLossTolerationSeconds int64 = 300
+
+// nodeLossTolerations are the only tolerations etcdfleet's Pods carry
+// (the admission policy allows no other).
+func nodeLossTolerations() []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		out = append(out, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(NodeLossTolerationSeconds)})
+	}
+	return out
 }
 
 func container(m *v1alpha1.EtcdMember, opts BuildOptions) corev1.Container {

@@ -289,3 +289,22 @@ func TestResources(t *testing.T) {
 		t.Errorf("spec resources not used as they are: %+v", got)
 	}
 }
+
+// The Pods tolerate a not-ready or unreachable node for an explicit
+// NodeLossTolerationSeconds, not the apiserver's configurable default, and
+// tolerate nothing else.
+func TestNodeLossTolerations(t *testing.T) {
+	p := Build(newMember(), BuildOptions{})
+	got := map[string]int64{}
+	for _, tol := range p.Spec.Tolerations {
+		if tol.Effect != corev1.TaintEffectNoExecute || tol.Operator != corev1.TolerationOpExists || tol.TolerationSeconds == nil {
+			t.Fatalf("toleration %+v: want Exists, NoExecute, with seconds", tol)
+		}
+		got[tol.Key] = *tol.TolerationSeconds
+	}
+	want := map[string]int64{corev1.TaintNodeNotReady: NodeLossTolerationSeconds, corev1.TaintNodeUnreachable: NodeLossTolerationSeconds}
+	if len(got) != len(want) || got[corev1.TaintNodeNotReady] != want[corev1.TaintNodeNotReady] ||
+		got[corev1.TaintNodeUnreachable] != want[corev1.TaintNodeUnreachable] {
+		t.Errorf("tolerations %v, want %v", got, want)
+	}
+}
