@@ -13,6 +13,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
+	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
 // perm is one verb on a resource (with subresource, "pods/portforward"),
@@ -239,25 +240,16 @@ func sameIdentityRole(t *testing.T, cfgObjs, chartObjs []*unstructured.Unstructu
 
 // preflightPerms are the provider's pre-flight checks (app.AccessChecks)
 // as perms.
-func preflightPerms() []perm {
-	var out []perm
-	for _, c := range app.AccessChecks(operator.PortForward) {
-		res := c.Resource
-		if c.Subresource != "" {
-			res += "/" + c.Subresource
-		}
-		for _, v := range c.Verbs {
-			out = append(out, perm{c.Group, res, v, c.Name})
-		}
-	}
-	return out
-}
+func preflightPerms() []perm { return permsOf(app.AccessChecks(operator.PortForward)) }
 
 // escalationPerms are workload.Escalations as the provider asks them
 // (app.ForbiddenChecks): what the manager reports as OverPrivileged.
-func escalationPerms() []perm {
+func escalationPerms() []perm { return permsOf(app.ForbiddenChecks()) }
+
+// permsOf lists checks verb by verb.
+func permsOf(checks []kubeconfigsecret.AccessCheck) []perm {
 	var out []perm
-	for _, c := range app.ForbiddenChecks() {
+	for _, c := range checks {
 		res := c.Resource
 		if c.Subresource != "" {
 			res += "/" + c.Subresource
