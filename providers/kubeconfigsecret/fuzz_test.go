@@ -11,7 +11,8 @@ import (
 // must not panic, an accepted kubeconfig must carry only inline
 // credentials and a server, and no error may show the token: error
 // messages end up in FleetCluster conditions and Events. Neither may an
-// accepted kubeconfig skip TLS verification or go through a proxy, nor an
+// accepted kubeconfig skip TLS verification, speak plain http or go
+// through a proxy, nor an
 // error show the proxy's password.
 func FuzzParseKubeconfig(f *testing.F) {
 	f.Add("https://127.0.0.1:6443", "s3cr3t-token-abcdefghijklmnop", "", "", "")
@@ -23,6 +24,7 @@ func FuzzParseKubeconfig(f *testing.F) {
 	f.Add("https://h", "s3cr3t-token-abcdefghijklmnop", "", "", "    proxy-url: http://user:"+fuzzProxyPassword+"@proxy:3128\n")
 	f.Add("https://h", "s3cr3t-token-abcdefghijklmnop", "", "", "    proxy-url: \"http://u:"+fuzzProxyPassword+"@[::1\"\n")
 	f.Add("https://h", "s3cr3t-token-abcdefghijklmnop", "", "", "    insecure-skip-tls-verify: false\n")
+	f.Add("http://169.254.169.254", "s3cr3t-token-abcdefghijklmnop", "", "", "")
 	f.Fuzz(func(t *testing.T, server, token, userExtra, tail, clusterExtra string) {
 		if !printableASCII(token) {
 			t.Skip("tokens are printable ASCII; YAML would decode escapes in others into a different string")
@@ -47,8 +49,8 @@ func FuzzParseKubeconfig(f *testing.F) {
 		if cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.BearerTokenFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.CAFile != "" {
 			t.Fatalf("accepted a kubeconfig that reads files or runs plugins: %+v", cfg)
 		}
-		if cfg.Host == "" {
-			t.Fatal("accepted a kubeconfig without a server")
+		if !isHTTPS(cfg.Host) {
+			t.Fatalf("accepted a kubeconfig whose server is not https: %q", cfg.Host)
 		}
 		if len(token) >= 6 && strings.Contains(red.redact("x "+token+" y"), token) {
 			t.Fatalf("redactor keeps the token %q", token)

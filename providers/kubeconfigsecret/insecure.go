@@ -2,6 +2,7 @@ package kubeconfigsecret
 
 import (
 	"net/url"
+	"strings"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -13,14 +14,19 @@ import (
 const ReasonInsecureKubeconfig = "InsecureKubeconfig"
 
 // refuseInsecure fails a cluster entry that would send the credential to
-// a server whose certificate is not verified, or through a proxy: either
-// hands the token to whoever sits on the path. A management cluster holds
-// one such credential per workload cluster, so neither is worth the
-// convenience; fix the CA or the network path instead.
+// a server whose certificate is not verified, in clear, or through a
+// proxy: each hands the token to whoever sits on the path. A management
+// cluster holds one such credential per workload cluster, so none is worth
+// the convenience; fix the CA or the network path instead. Plain http also
+// lets a registration make the manager dial any internal address and
+// reflect what it answers (security review M1).
 func refuseInsecure(cl *clientcmdapi.Cluster) *failure {
 	switch {
 	case cl == nil:
 		return nil
+	case !isHTTPS(cl.Server):
+		return &failure{reason: ReasonInsecureKubeconfig,
+			msg: "the kubeconfig's cluster server is not an https:// URL; the credential would go in clear to an unauthenticated server: use the apiserver's https:// address"}
 	case cl.InsecureSkipTLSVerify:
 		return &failure{reason: ReasonInsecureKubeconfig,
 			msg: "the kubeconfig's cluster sets insecure-skip-tls-verify; the credential would go to an unverified server: remove it and set certificate-authority-data"}
@@ -29,6 +35,12 @@ func refuseInsecure(cl *clientcmdapi.Cluster) *failure {
 			msg: "the kubeconfig's cluster sets proxy-url; the credential would pass through the proxy: remove it and let the manager reach the apiserver directly"}
 	}
 	return nil
+}
+
+// isHTTPS reports whether server is an https URL with a host.
+func isHTTPS(server string) bool {
+	u, err := url.Parse(server)
+	return err == nil && strings.EqualFold(u.Scheme, "https") && u.Host != ""
 }
 
 // proxyCredentials are the secrets a proxy-url carries (its user info),

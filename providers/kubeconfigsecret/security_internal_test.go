@@ -1,9 +1,12 @@
 package kubeconfigsecret
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 	"testing"
 	"time"
@@ -103,11 +106,30 @@ func TestRefusesInsecureKubeconfigs(t *testing.T) {
 	if _, _, err := parseKubeconfig(clusterKubeconfig("    insecure-skip-tls-verify: false\n")); err != nil {
 		t.Errorf("insecure-skip-tls-verify: false refused: %v", err)
 	}
+	for _, server := range []string{"http://127.0.0.1:6443", "http://169.254.169.254", "127.0.0.1:6443", "https://"} {
+		raw := bytes.Replace(clusterKubeconfig(""), []byte("https://127.0.0.1:6443"), []byte(server), 1)
+		var f *failure
+		if _, _, err := parseKubeconfig(raw); !errors.As(err, &f) || f.reason != ReasonInsecureKubeconfig || !strings.Contains(f.msg, "https://") {
+			t.Errorf("server %q: got %v, want reason %s asking for https://", server, err, ReasonInsecureKubeconfig)
+		}
+	}
 }
 
 func TestRedactsShortProxyCredentials(t *testing.T) {
 	_, red, _ := parseKubeconfig(clusterKubeconfig("    proxy-url: http://u:pw@proxy.example:3128\n"))
 	if got := red.redact("dial http://u:pw@proxy.example:3128"); strings.Contains(got, "u:pw@") {
 		t.Errorf("redactor keeps short proxy user info: %q", got)
+	}
+}
+
+// A body that is not a Kubernetes Status (what answered may be no
+// apiserver: an internal service a registration aims at) never reaches a
+// message: only its HTTP code does.
+func TestClassifyHidesUnexpectedBodies(t *testing.T) {
+	const body = "INTERNAL-ONLY-DATA from a metadata service"
+	err := apierrors.NewGenericServerResponse(500, "get", schema.GroupResource{}, "", body, 0, true)
+	f := classify(err, "pre-flight: server version", newRedactor(nil, nil))
+	if strings.Contains(f.msg, "INTERNAL-ONLY-DATA") || !strings.Contains(f.msg, "HTTP 500") {
+		t.Errorf("message %q: want the code without the body", f.msg)
 	}
 }

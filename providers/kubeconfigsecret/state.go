@@ -105,6 +105,15 @@ var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
 	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonUnconstrained, ReasonError, ReasonNotOwned}
 
+// statusCode is the HTTP code of an API error, 0 if there is none.
+func statusCode(err error) int32 {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Code
+	}
+	return 0
+}
+
 // failure is an error with a Reason and a credential-free message.
 type failure struct {
 	reason, msg string
@@ -145,6 +154,14 @@ func classify(err error, step string, red redactor) *failure {
 		reason = ReasonUnreachable
 	}
 	msg := fmt.Sprintf("%s: %s", step, red.redact(err.Error()))
+	if apierrors.IsUnexpectedServerError(err) {
+		// client-go quotes up to 2 KiB of a body that is not a Kubernetes
+		// Status; what answered may be no apiserver at all (an internal
+		// service a registration aims at), and its body must not reach a
+		// status or the log (security review M1). The code is enough.
+		msg = fmt.Sprintf("%s: the server answered HTTP %d with a body that is not a Kubernetes API Status (not shown)",
+			step, statusCode(err))
+	}
 	switch reason {
 	case ReasonUnauthorized:
 		msg += " (401 Unauthorized: the credentials are invalid, expired or revoked; write new ones into the Secret)"
