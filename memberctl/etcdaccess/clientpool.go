@@ -31,6 +31,12 @@ const (
 	// cluster for as long as it runs. Larger messages still pass; they
 	// just take more reads.
 	grpcReadBuffer = 8 << 10
+	// maxRecvMsgSize bounds one answer of etcd. The manager asks only for
+	// membership, status, alarms and defragmentation, answers of a few
+	// KiB; clientv3's default (2 GiB) would let whatever answers on a
+	// workload cluster's port-forward make one call allocate that much, in
+	// the process every workload cluster shares (security review M5).
+	maxRecvMsgSize = 4 << 20
 	// keepAliveTimeout is how long a ping may go unanswered before the
 	// connection is closed and redialled: a forward adds about a
 	// millisecond, so 10 s means the path is gone, not slow.
@@ -104,6 +110,7 @@ func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tl
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: keepAliveTimeout,
 		Logger:               p.logger,
+		MaxCallRecvMsgSize:   maxRecvMsgSize,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(ContextDialer(p.dialer)),
 			// The write buffer is taken from a pool per flush instead of
 			// being held by each idle connection.

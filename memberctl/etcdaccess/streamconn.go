@@ -94,12 +94,19 @@ func createPair(conn httpstream.Connection, port int, id uint64) (errS, data htt
 	return errS, data, nil
 }
 
+// maxErrorMessage bounds what is kept of an error channel or stream of a
+// port-forward: the kubelet writes a line there ("error forwarding port
+// ..."); a workload apiserver that streams without end must not make the
+// manager, which every workload cluster shares, hold it all (security
+// review M5). The rest is left unread.
+const maxErrorMessage = 16 << 10
+
 // readWithin returns what s carries until it ends or d passes. The reader
 // goroutine it starts ends when the caller resets s.
 func readWithin(s httpstream.Stream, d time.Duration) string {
 	ch := make(chan []byte, 1)
 	go func() {
-		b, _ := io.ReadAll(s)
+		b, _ := io.ReadAll(io.LimitReader(s, maxErrorMessage))
 		ch <- b
 	}()
 	t := time.NewTimer(d)
@@ -142,7 +149,7 @@ var _ net.Conn = (*streamConn)(nil)
 // over), when Close resets it, or when the connection dies.
 func (c *streamConn) readErrors() {
 	defer close(c.errDone)
-	msg, _ := io.ReadAll(c.errS)
+	msg, _ := io.ReadAll(io.LimitReader(c.errS, maxErrorMessage))
 	if len(msg) > 0 {
 		c.remoteErr = fmt.Errorf("%s: %s", c.desc, msg)
 		// The kubelet sends nothing more: wake a Read blocked on data.

@@ -92,7 +92,7 @@ func (c *wsConn) nextMessage() error {
 		c.cur = r
 		return nil
 	}
-	msg, err := io.ReadAll(r)
+	msg, err := io.ReadAll(io.LimitReader(r, maxErrorMessage))
 	if err != nil {
 		return c.readError(err)
 	}
