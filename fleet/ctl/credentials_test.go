@@ -221,4 +221,22 @@ var _ = Describe("register's credentials", Ordered, func() {
 		_, err := fleet.Cluster("w1").Clientset.CoreV1().ServiceAccounts(ctl.WorkloadNamespace).Get(ctx, ctl.WorkloadSA, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred(), "without RemoveRBAC the ServiceAccount stays")
 	}, SpecTimeout(2*time.Minute))
+
+	It("unregister fails when it finds no token to revoke on the workload cluster it is given", func(ctx SpecContext) {
+		const name = "cred"
+		_, err := registerWith(ctx, ctl.RegisterOptions{Name: name, ClusterWide: true})
+		Expect(err).NotTo(HaveOccurred())
+		var out bytes.Buffer
+		// The management cluster holds no token of "cred": it is on w1.
+		err = ctl.Unregister(ctx, ctl.UnregisterOptions{Name: name, Management: fleet.Cluster("mgmt").Config, Namespace: ns,
+			Workload: fleet.Cluster("mgmt").Config, RemoveRBAC: true, Out: &out})
+		Expect(err).To(MatchError(And(ContainSubstring("found no token of cred"), ContainSubstring("stays valid"))))
+		_, err = fleet.Cluster("mgmt").Clientset.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the registration itself is gone")
+		left := registrationSecrets(ctx, name)
+		Expect(left).NotTo(BeEmpty(), "the token on w1 is not revoked, as the error says")
+		for _, s := range left {
+			Expect(fleet.Cluster("w1").Clientset.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})).To(Succeed())
+		}
+	}, SpecTimeout(2*time.Minute))
 })

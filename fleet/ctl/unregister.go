@@ -57,10 +57,14 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 		return explain("workload cluster", err)
 	}
 	if len(revoked) == 0 {
-		fmt.Fprintf(o.Out, "found no token of %s to revoke on the workload cluster (is it the right one?)\n", o.Name)
-	} else {
-		fmt.Fprintf(o.Out, "revoked the token: removed Secret %s/%s, which it was bound to, from the workload cluster\n", WorkloadNamespace, strings.Join(revoked, ", "))
+		// Most likely the wrong cluster: the token stays valid, which must
+		// not pass for success (security review L7). Nothing is removed
+		// from a cluster that may not be the one registered.
+		return fmt.Errorf("found no token of %s to revoke on the workload cluster (is --kubeconfig the cluster it was registered "+
+			"with?): the registration Secret is deleted, but its token stays valid until it expires or its bound Secret in %s "+
+			"is deleted on the right cluster (etcdfleetctl unregister %s --kubeconfig <that cluster>)", o.Name, WorkloadNamespace, o.Name)
 	}
+	fmt.Fprintf(o.Out, "revoked the token: removed Secret %s/%s, which it was bound to, from the workload cluster\n", WorkloadNamespace, strings.Join(revoked, ", "))
 	if !o.RemoveRBAC {
 		return nil
 	}
