@@ -74,7 +74,7 @@ func TestOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"etcdfleetctl register w1", "kubectl create token etcdfleet -n etcdfleet-system --duration=720h"} {
+		for _, want := range []string{"etcdfleetctl register w1", "kubectl create token etcdfleet -n etcdfleet-system --bound-object-kind=Secret --bound-object-name=etcdfleet-w1-binding --duration=720h"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("workload NOTES do not show how to get a token (%q):\n%s", want, out)
 			}
