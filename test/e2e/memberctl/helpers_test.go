@@ -52,13 +52,28 @@ func setAnnotation(ctx context.Context, c client.Client, ns, name, value string)
 }
 
 func warningEvents(ctx context.Context, cluster, ns, object, reason string) []corev1.Event {
+	return eventsOf(ctx, cluster, ns, object, corev1.EventTypeWarning, reason)
+}
+
+// eventsOf returns the Events of type typ and reason recorded on object.
+func eventsOf(ctx context.Context, cluster, ns, object, typ, reason string) []corev1.Event {
 	list, err := fleet.Cluster(cluster).Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(2, err).NotTo(HaveOccurred())
 	var out []corev1.Event
 	for _, e := range list.Items {
-		if e.InvolvedObject.Name == object && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+		if e.InvolvedObject.Name == object && e.Reason == reason && e.Type == typ {
 			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// eventMessages are the messages of the Normal Events of reason on the
+// EtcdCluster name.
+func eventMessages(ctx context.Context, cluster, ns, name, reason string) []string {
+	var out []string
+	for _, e := range eventsOf(ctx, cluster, ns, name, corev1.EventTypeNormal, reason) {
+		out = append(out, e.Message)
 	}
 	return out
 }

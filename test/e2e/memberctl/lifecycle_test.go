@@ -81,6 +81,17 @@ var _ = Describe("an EtcdCluster's lifecycle", func() {
 						WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Equal(int(replicas)))
 					e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
 					now := e2eutil.MemberIDs(ctx, c, ns, name)
+					for n := range now {
+						if _, old := ids[n]; old {
+							continue
+						}
+						// A new member joins as a learner and votes only once
+						// promoted: the cluster's Events say both, in that order.
+						Expect(eventMessages(ctx, cluster, ns, name, "MemberAdded")).To(ContainElement(
+							ContainSubstring("Added member "+n+" to etcd as learner")), "member %s joined as a learner", n)
+						Expect(eventMessages(ctx, cluster, ns, name, "MemberPromoted")).To(ContainElement(
+							ContainSubstring("Promoted member "+n)), "member %s was promoted", n)
+					}
 					for n, id := range ids {
 						if got, ok := now[n]; ok {
 							Expect(got).To(Equal(id), "survivor %s keeps its ID", n)
