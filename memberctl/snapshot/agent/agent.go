@@ -52,6 +52,9 @@ type Config struct {
 	PartSize int64
 	// Timeout of the whole run; 0 is DefaultTimeout.
 	Timeout time.Duration
+	// StallTimeout ends a transfer with object storage that moved no byte
+	// for this long; 0 is DefaultStallTimeout.
+	StallTimeout time.Duration
 	// TerminationMessagePath receives the Result as JSON, or the error.
 	TerminationMessagePath string
 	// Delete removes the stored snapshot instead of taking one (Delete);

@@ -48,7 +48,7 @@ func deleteStored(ctx context.Context, cfg Config) error {
 		}
 		return syncDirOf(cfg.File)
 	}
-	st, err := newS3Store(*cfg.S3, cfg.PartSize)
+	st, err := newS3Store(*cfg.S3, cfg.PartSize, cfg.StallTimeout)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -41,7 +42,7 @@ type store interface {
 
 func newStore(cfg Config) (store, error) {
 	if cfg.S3 != nil {
-		return newS3Store(*cfg.S3, cfg.PartSize)
+		return newS3Store(*cfg.S3, cfg.PartSize, cfg.StallTimeout)
 	}
 	return fileStore(cfg.File), nil
 }
@@ -52,7 +53,7 @@ type s3Store struct {
 	partSize int64
 }
 
-func newS3Store(loc S3, partSize int64) (*s3Store, error) {
+func newS3Store(loc S3, partSize int64, stall time.Duration) (*s3Store, error) {
 	u, err := url.Parse(loc.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("s3 endpoint %q: want http(s)://host[:port]", loc.Endpoint)
@@ -67,8 +68,16 @@ func newS3Store(loc S3, partSize int64) (*s3Store, error) {
 	}
 	// BucketLookupAuto: virtual-host style on AWS's endpoints, path style
 	// on every other store (SeaweedFS, Ceph, MinIO...), which is what they serve.
+	if stall <= 0 {
+		stall = DefaultStallTimeout
+	}
+	tr, err := stallTransport(u.Scheme == "https", stall)
+	if err != nil {
+		return nil, fmt.Errorf("s3 transport: %w", err)
+	}
 	c, err := minio.New(u.Host, &minio.Options{Creds: credentials.NewStaticV4(id, secret, ""),
-		Secure: u.Scheme == "https", Region: loc.Region, BucketLookup: minio.BucketLookupAuto})
+		Secure: u.Scheme == "https", Region: loc.Region, BucketLookup: minio.BucketLookupAuto, Transport: tr,
+		MaxRetries: s3Retries})
 	if err != nil {
 		return nil, fmt.Errorf("s3 client: %w", err)
 	}
