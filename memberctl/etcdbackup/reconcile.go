@@ -88,7 +88,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	ec.Status.Backup = &p.status
 	p.condition.ObservedGeneration = ec.Generation
 	meta.SetStatusCondition(&ec.Status.Conditions, p.condition)
-	return ctrl.Result{RequeueAfter: p.requeue}, writeStatus(ctx, cl, orig, ec)
+	// A failed write is retried with backoff; a result beside an error is
+	// ignored by controller-runtime, which logs a warning for each.
+	if err := writeStatus(ctx, cl, orig, ec); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: p.requeue}, nil
 }
 
 // snapshotsOf lists every EtcdSnapshot of ec, scheduled or not (the last
