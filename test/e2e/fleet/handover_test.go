@@ -216,6 +216,10 @@ func expectServedMetrics(ctx context.Context, url string) {
 			g.Expect(gaugeOf(families, "etcdfleet_cluster_connected", w)).To(Equal(1.0), "cluster %s", w)
 			g.Expect(gaugeOf(families, "etcdfleet_cluster_etcdclusters_quorate", w)).To(BeEquivalentTo(len(etcdNames)), "cluster %s", w)
 		}
+		// Nothing waits for a token once the fleet is healed (a request
+		// that stopped asking leaves the queue at the limiter's sweep).
+		g.Expect(families).To(HaveKey("etcdfleet_limiter_waiting_requests"))
+		g.Expect(families["etcdfleet_limiter_waiting_requests"].GetMetric()[0].GetGauge().GetValue()).To(BeZero(), "requests still wait")
 	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	for _, name := range []string{"etcdfleet_member_replacements_total", "etcdfleet_limiter_grants_total",
 		"etcdfleet_limiter_wait_seconds", "etcdfleet_limiter_tokens_available", "etcdfleet_limiter_waiting_requests",
@@ -227,6 +231,19 @@ func expectServedMetrics(ctx context.Context, url string) {
 		replaced += m.GetCounter().GetValue()
 	}
 	Expect(replaced).To(BeNumerically(">", 0), "the new manager finished the heal, so it replaced some Pods")
+	// The limiter's families by value, not only by name (nothing waits:
+	// above): every replacement took a grant, every grant recorded its
+	// wait, and the bucket holds between none and a burst.
+	grants := 0.0
+	for _, m := range families["etcdfleet_limiter_grants_total"].GetMetric() {
+		grants += m.GetCounter().GetValue()
+	}
+	Expect(grants).To(BeNumerically(">=", replaced), "each replacement took a token")
+	waits := families["etcdfleet_limiter_wait_seconds"].GetMetric()
+	Expect(waits).To(HaveLen(1))
+	Expect(float64(waits[0].GetHistogram().GetSampleCount())).To(Equal(grants), "each grant records its wait")
+	Expect(families["etcdfleet_limiter_tokens_available"].GetMetric()[0].GetGauge().GetValue()).To(
+		And(BeNumerically(">=", 0), BeNumerically("<=", limiterBurst)))
 	expectMetricsRefused(url, stranger)
 }
 
