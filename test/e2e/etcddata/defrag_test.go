@@ -188,14 +188,18 @@ var _ = Describe("EtcdDefrag", Ordered, func() {
 		Expect(d.Status.Members[3].Role).To(Equal(v1alpha1.DefragRoleLeader))
 	}, SpecTimeout(4*time.Minute))
 
-	It("creates EtcdDefrags on spec.defrag's schedule and keeps historyLimit of them", func(ctx SpecContext) {
+	It("creates EtcdDefrags on spec.defrag's schedule, the first defragmenting and the next skipping, and keeps historyLimit of them", func(ctx SpecContext) {
+		// Fragmented first, under a threshold it passes: a scheduled run
+		// does the work, not only a skip.
+		fragment(ctx, etcdc.Client, "scheduled", 32, 32, 4096)
 		ec := &v1alpha1.EtcdCluster{}
 		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
 		patch := client.MergeFrom(ec.DeepCopy())
 		ec.Spec.Defrag = &v1alpha1.DefragScheduleSpec{Interval: &metav1.Duration{Duration: 5 * time.Second}, HistoryLimit: 1,
-			DefragThresholds: v1alpha1.DefragThresholds{MinFragmentationPercent: ptr.To[int32](99)}}
+			DefragThresholds: v1alpha1.DefragThresholds{MinFragmentationPercent: ptr.To[int32](30)}}
 		Expect(c.Patch(ctx, ec, patch)).To(Succeed())
 		seen := map[string]bool{}
+		defragmented, skipped := false, false
 		Eventually(func(g Gomega) {
 			var list v1alpha1.EtcdDefragList
 			g.Expect(c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelDefragSchedule: "true"})).To(Succeed())
@@ -206,11 +210,15 @@ var _ = Describe("EtcdDefrag", Ordered, func() {
 				g.Expect(metav1.IsControlledBy(&d, ec)).To(BeTrue())
 				if d.Status.Phase.Terminal() {
 					finished++
+					defragmented = defragmented || (d.Status.Defragmented > 0 && d.Status.ReclaimedBytes > 0)
+					skipped = skipped || (d.Status.Phase == v1alpha1.DefragComplete && d.Status.Defragmented == 0)
 				}
 			}
 			// Never more: a plain Expect fails the spec at once.
 			Expect(finished).To(BeNumerically("<=", 2), "historyLimit 1, plus one just finished and not yet pruned")
 			g.Expect(len(seen)).To(BeNumerically(">=", 3), "three scheduled runs")
+			g.Expect(defragmented).To(BeTrue(), "a scheduled run defragmented the fragmented members")
+			g.Expect(skipped).To(BeTrue(), "a later run found nothing above the threshold")
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		patch = client.MergeFrom(ec.DeepCopy())
 		ec.Spec.Defrag = nil
