@@ -253,16 +253,19 @@ var _ = Describe("Stop", func() {
 		ec := newEtcdCluster("stop", "one", 1, true)
 		ec.create(ctx, c, "new")
 		ec.waitReady(ctx, c)
-		var started []int
+		// By pid and start time: a pid that exits is reused, and other test
+		// packages start processes meanwhile.
+		started := map[int]uint64{}
 		for _, pid := range proc.Children() {
-			if !before[pid] {
-				started = append(started, pid)
+			if t, ok := proc.StartTime(pid); ok && !before[pid] {
+				started[pid] = t
 			}
 		}
 		Expect(len(started)).To(BeNumerically(">=", 4), "apiserver, etcd, controller-manager and the member")
 		Expect(f.Stop()).To(Succeed())
-		for _, pid := range started {
-			Expect(proc.Running(pid)).To(BeFalse(), "pid %d survived Stop", pid)
+		for pid, t := range started {
+			now, ok := proc.StartTime(pid)
+			Expect(ok && now == t && proc.Running(pid)).To(BeFalse(), "pid %d survived Stop", pid)
 		}
 		Expect(f.Dir).NotTo(BeADirectory())
 	}, SpecTimeout(2*time.Minute))

@@ -232,13 +232,15 @@ func expectServedMetrics(ctx context.Context, url string) {
 	}
 	Expect(replaced).To(BeNumerically(">", 0), "the new manager finished the heal, so it replaced some Pods")
 	// The limiter's families by value, not only by name (nothing waits:
-	// above): every replacement took a grant, every grant recorded its
-	// wait, and the bucket holds between none and a burst.
+	// above): this manager granted tokens, every grant recorded its wait,
+	// and the bucket holds between none and a burst. Grants need not cover
+	// the replacements: one the killed manager recorded is finished here
+	// without a second token (memberctl/etcdmember retryRemoval).
 	grants := 0.0
 	for _, m := range families["etcdfleet_limiter_grants_total"].GetMetric() {
 		grants += m.GetCounter().GetValue()
 	}
-	Expect(grants).To(BeNumerically(">=", replaced), "each replacement took a token")
+	Expect(grants).To(BeNumerically(">", 0), "the new manager granted tokens during the heal")
 	waits := families["etcdfleet_limiter_wait_seconds"].GetMetric()
 	Expect(waits).To(HaveLen(1))
 	Expect(float64(waits[0].GetHistogram().GetSampleCount())).To(Equal(grants), "each grant records its wait")

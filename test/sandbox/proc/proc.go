@@ -191,3 +191,29 @@ func Children() []int {
 	}
 	return out
 }
+
+// StartTime is pid's start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat), and false when pid does not exist. A pid with the same
+// number and another start time is another process: the kernel reuses the
+// numbers of processes that exited, and test packages run side by side.
+func StartTime(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	// After the ")": state is field 3, start time field 22.
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return 0, false
+	}
+	var t uint64
+	if _, err := fmt.Sscanf(fields[19], "%d", &t); err != nil {
+		return 0, false
+	}
+	return t, true
+}
