@@ -180,6 +180,11 @@ func (o Options) controllerOptions() controller.TypedOptions[mcreconcile.Request
 		// of destructive actions is the gate's job, not the queue's.
 		RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](5e6, 300e9),
 		SkipNameValidation: &skip,
+		// The manager's ControllerConfig does not reach multicluster
+		// controllers (see above), so the classic queue is set here too:
+		// CI hung in the priority queue's shutdown deadlock in exactly
+		// these controllers after the manager-wide setting had landed.
+		UsePriorityQueue: classicQueue(),
 	}
 }
 

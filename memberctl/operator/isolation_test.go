@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -169,5 +170,17 @@ func TestControllerOptionsCarryTheReconcileTimeout(t *testing.T) {
 	o := Options{Workers: 8, WorkersPerCluster: 4, ReconcileTimeout: time.Minute}
 	if got := o.controllerOptions(); got.ReconciliationTimeout != time.Minute || got.MaxConcurrentReconciles != 8 {
 		t.Fatalf("controller options: timeout %s, workers %d; want 1m and 8", got.ReconciliationTimeout, got.MaxConcurrentReconciles)
+	}
+}
+
+// TestEveryControllerUsesTheClassicQueue guards the workaround for
+// controller-runtime#3538: multicluster controllers do not inherit the
+// manager's UsePriorityQueue, and a nil value means the priority queue.
+func TestEveryControllerUsesTheClassicQueue(t *testing.T) {
+	if got := (Options{}).controllerOptions().UsePriorityQueue; got == nil || *got {
+		t.Fatalf("multicluster controller UsePriorityQueue = %v, want false", got)
+	}
+	if got := ControllerConfig(config.Controller{}).UsePriorityQueue; got == nil || *got {
+		t.Fatalf("manager UsePriorityQueue = %v, want false", got)
 	}
 }

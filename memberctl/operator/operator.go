@@ -144,9 +144,14 @@ func ManagerOptions(o ctrl.Options) ctrl.Options {
 // only that the initial list's events rank below live ones. Drop this with
 // a controller-runtime that has the fix.
 func ControllerConfig(c config.Controller) config.Controller {
-	c.UsePriorityQueue = ptr.To(false)
+	c.UsePriorityQueue = classicQueue()
 	return c
 }
+
+// classicQueue is the UsePriorityQueue of every etcdfleet controller, set
+// both manager-wide (ControllerConfig) and per multicluster controller
+// (controllerOptions), which the manager-wide value does not reach.
+func classicQueue() *bool { return ptr.To(false) }
 
 // NewLocalCluster is the workload.Cluster of mgr's local cluster, for a
 // single-cluster operator: a manager without a provider, on which Setup's
