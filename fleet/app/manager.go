@@ -119,6 +119,9 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 	}
 	f.sharding = sh
 	po := providerOptions(c, f.onChange)
+	po.RecordedClaims = func(ctx context.Context, id string) ([]string, error) {
+		return dashboard.RecordedClaims(ctx, f.Manager.GetLocalManager().GetClient(), c.Namespace, id)
+	}
 	if sh != nil {
 		po.Ownership = sh.coord
 	}
@@ -244,7 +247,9 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 		AccessRecheckInterval: c.Clusters.ProbeInterval,
 		// One cluster, one registration: a second Secret for a cluster
 		// already engaged is refused.
-		Identify: kubeconfigsecret.KubeSystemUID,
+		// etcdfleetctl register records the identity it read; that Secret
+		// owns its cluster over any other that reaches it.
+		Identify: kubeconfigsecret.KubeSystemUID, IdentityAnnotation: fleetv1.ClusterIDAnnotation,
 		OnChange: onChange,
 		Prepare:  prepare(c),
 	}

@@ -58,6 +58,7 @@ const (
 	disowned                    // another replica owns it now: wait to own it again
 	unauthorized                // 401: reconnect now with the Secret's current contents
 	disconnected                // probes failed, or the credentials are no longer constrained: reconnect after backoff
+	outranked                   // another Secret owns the cluster now (recorded claims): reconnect now, to be refused
 )
 
 // newConn is called with p.mu held.
@@ -196,8 +197,9 @@ func (c *conn) run() {
 		case stopped:
 			c.log.Info("Cluster disengaged")
 			return
-		case changed, unauthorized:
-			c.log.Info("Cluster disengaged; reconnecting now", "why", map[outcome]string{changed: "kubeconfig changed", unauthorized: "unauthorized"}[out])
+		case changed, unauthorized, outranked:
+			c.log.Info("Cluster disengaged; reconnecting now", "why",
+				map[outcome]string{changed: "kubeconfig changed", unauthorized: "unauthorized", outranked: "another Secret owns the cluster"}[out])
 		case disowned:
 			b, delay = c.p.opts.Backoff, 0
 			c.log.Info("Cluster disengaged: this replica no longer owns it")
@@ -351,6 +353,10 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 					st.ConsecutiveFailures++
 				})
 				return disconnected
+			}
+			if owner := c.outrankedBy(actx); owner != "" {
+				c.log.Info("Another Secret owns this cluster now; reconnecting to be refused", "owner", owner)
+				return outranked
 			}
 			continue
 		case <-s.rights.forbidden:

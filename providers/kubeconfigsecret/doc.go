@@ -34,11 +34,16 @@
 // With Options.Identify (KubeSystemUID: the kube-system Namespace's UID),
 // pre-flight also reads the cluster's identity, and one cluster has one
 // registration: a Secret whose kubeconfig reaches a cluster that another
-// Secret of the namespace registered first is refused with
-// ReasonDuplicateCluster, its message naming that Secret, and a Warning
-// Event on it. The first Secret to pass pre-flight keeps the cluster for as
-// long as it is registered and its pre-flights read the same identity
-// (also while it is disconnected or retrying); when it is removed, or its
+// Secret of the namespace owns is refused with ReasonDuplicateCluster, its
+// message naming that Secret, and a Warning Event on it. The owner is the
+// Secret whose Options.IdentityAnnotation names the identity, else the
+// oldest (rankClaimants), among this process's claims and those
+// Options.RecordedClaims returns, so replicas and restarts agree; a Secret
+// whose annotation names another identity is refused with
+// ReasonIdentityMismatch. The owner keeps the cluster for as long as it is
+// registered and its pre-flights read the same identity (also while it is
+// disconnected or retrying), and an engaged Secret that a recorded owner
+// outranks gives way at its next rights re-check; when the owner is removed, or its
 // kubeconfig reaches another cluster, the refused Secrets are retried at
 // once and the first of them to pass pre-flight engages. The credentials
 // then need get on the kube-system Namespace, granted cluster-wide even for
@@ -178,7 +183,8 @@
 // makes the review incomplete, and the sweep then runs every
 // AccessRecheckInterval, as before the rules review was used. Duplicates are found within one
 // provider (one namespace) only, and only with Identify: without it, two
-// Secrets for one cluster both engage. Secrets in one namespace only, and
+// Secrets for one cluster both engage. Without RecordedClaims, other
+// replicas' claims are unknown. Secrets in one namespace only, and
 // cluster names are Secret names, so they are unique.
 // State lives in memory: after a restart or a change of leader, the new
 // leader connects to every cluster afresh.

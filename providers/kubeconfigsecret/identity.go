@@ -53,31 +53,49 @@ func (c *conn) identify(actx context.Context, cfg *rest.Config, red redactor) (s
 	return id, nil
 }
 
-// claim makes c the owner of the cluster identified by id, unless the
-// connection of another Secret owns it: the first Secret to pass
-// pre-flight keeps a cluster for as long as it is registered and points at
-// that cluster, however often it reconnects. The refused Secret's failure
-// names the owner. An empty id (no Identify) claims nothing.
-func (p *Provider) claim(c *conn, id string) *failure {
+// claim makes c the owner of the cluster identified by id, unless another
+// registered Secret ranks before it (rankClaimants: one vouched for by its
+// annotation, then the oldest), as every replica and restart decides
+// alike. An owner that c outranks is made to reconnect, which refuses it.
+// The refused Secret's failure names the owner. An empty id (no Identify)
+// claims nothing.
+func (p *Provider) claim(ctx context.Context, c *conn, id string) *failure {
 	if id == "" {
 		return nil
 	}
+	if f := p.mismatch(ctx, c.name, id); f != nil {
+		return f
+	}
+	winner, f := p.owner(ctx, c.name, id)
+	if f != nil {
+		return f
+	}
 	p.mu.Lock()
 	st := p.states[c.name]
-	if p.conns[c.name] != c || st == nil {
+	if p.conns[c.name] != c || st == nil || winner == "" {
 		p.mu.Unlock()
 		return &failure{reason: ReasonError, msg: "the Secret was removed"}
 	}
-	if owner, ok := p.owners[id]; ok && owner != c.name {
+	if winner != c.name {
 		p.mu.Unlock()
 		return &failure{reason: ReasonDuplicateCluster, msg: fmt.Sprintf(
-			"the workload cluster (identity %s) is already registered by Secret %s/%s; this Secret is refused while that one is registered: remove one of the two",
-			id, p.opts.Namespace, owner)}
+			"the workload cluster (identity %s) is already registered by Secret %s/%s (vouched for by its %s annotation, or registered earlier); "+
+				"this Secret is refused while that one is registered: remove one of the two",
+			id, p.opts.Namespace, winner, p.opts.IdentityAnnotation)}
+	}
+	prev, had := p.owners[id]
+	var displaced *conn
+	if had && prev != c.name {
+		displaced = p.conns[prev]
 	}
 	released := p.release(c.name, id)
 	p.owners[id] = c.name
 	p.mu.Unlock()
 	p.update(c, func(st *ClusterState) { st.ClusterID = id })
+	if displaced != nil {
+		displaced.log.Info("Another Secret outranks this one for its cluster; reconnecting to be refused", "owner", c.name)
+		displaced.retryNow()
+	}
 	if released {
 		p.retryDuplicates()
 	}
@@ -134,11 +152,17 @@ func (c *conn) claimIdentity(actx context.Context, cfg *rest.Config, red redacto
 	if f != nil {
 		return f
 	}
-	f = c.p.claim(c, id)
-	if f != nil && f.reason == ReasonDuplicateCluster {
-		if st, _ := c.p.State(c.name); st.Reason != ReasonDuplicateCluster {
-			c.p.event(c.name, corev1.EventTypeWarning, EventDuplicateCluster, f.msg)
-		}
+	f = c.p.claim(actx, c, id)
+	if f == nil || (f.reason != ReasonDuplicateCluster && f.reason != ReasonIdentityMismatch) {
+		return f
+	}
+	if st, _ := c.p.State(c.name); st.Reason != f.reason {
+		// EventDuplicateCluster or EventIdentityMismatch: the same words.
+		c.p.event(c.name, corev1.EventTypeWarning, f.reason, f.msg)
+	}
+	if f.reason == ReasonDuplicateCluster {
+		// Recorded, so that the refusal persists (RecordedClaims) and the
+		// dashboard shows which cluster the Secret reaches.
 		c.p.update(c, func(st *ClusterState) { st.ClusterID = id })
 	}
 	return f

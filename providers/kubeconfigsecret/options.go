@@ -187,6 +187,19 @@ type Options struct {
 	// with ReasonDuplicateCluster while that one is registered. Nil: no
 	// duplicate detection.
 	Identify func(ctx context.Context, cfg *rest.Config) (string, error)
+	// IdentityAnnotation, if set with Identify, is the Secret annotation in
+	// which the tool that wrote the Secret recorded the identity it
+	// registered. A Secret whose annotation names another identity than
+	// Identify reads is refused (ReasonIdentityMismatch); among Secrets
+	// reaching one cluster, one whose annotation names it owns the cluster.
+	IdentityAnnotation string
+	// RecordedClaims, if set with Identify, returns the Secrets that any
+	// replica or earlier process recorded as reaching identity id (the
+	// fleet records ClusterState.ClusterID on each FleetCluster). Claims
+	// are then decided by rules every replica applies alike: the vouched
+	// Secret (IdentityAnnotation), else the oldest. An error fails the
+	// pre-flight, which is retried. Nil: what this process has seen.
+	RecordedClaims func(ctx context.Context, id string) ([]string, error)
 
 	// Prepare, if set, runs before pre-flight with the cluster's config,
 	// bounded by PreflightTimeout; an error is reported like a pre-flight

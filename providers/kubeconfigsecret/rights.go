@@ -21,6 +21,9 @@ const (
 	EventRightsRestored = "RightsRestored"
 	// EventDuplicateCluster (Warning): the Secret was refused as a duplicate.
 	EventDuplicateCluster = ReasonDuplicateCluster
+	// EventIdentityMismatch (Warning): the Secret's kubeconfig reaches
+	// another cluster than the one its annotation says it registers.
+	EventIdentityMismatch = ReasonIdentityMismatch
 )
 
 // forbiddenSpacing is the least time between two access checks set off by

@@ -93,6 +93,9 @@ const (
 	// Options.Identify identity) that another Secret registered first; the
 	// message names that Secret.
 	ReasonDuplicateCluster = "DuplicateCluster"
+	// ReasonIdentityMismatch: the Secret's Options.IdentityAnnotation names
+	// another cluster than the one its kubeconfig reaches; not engaged.
+	ReasonIdentityMismatch = "IdentityMismatch"
 	// ReasonUnconstrained: admission in the workload cluster admitted a
 	// write the credentials must not be able to make
 	// (Options.Constraint); the cluster is not engaged.
@@ -103,7 +106,7 @@ const (
 
 var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig, ReasonInsecureKubeconfig,
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
-	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonUnconstrained, ReasonError, ReasonNotOwned}
+	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonIdentityMismatch, ReasonUnconstrained, ReasonError, ReasonNotOwned}
 
 // statusCode is the HTTP code of an API error, 0 if there is none.
 func statusCode(err error) int32 {

@@ -59,8 +59,9 @@ const (
 	ReasonFleetPaused      = "FleetPaused"
 	ReasonNotPaused        = "NotPaused"
 	// ReasonDuplicateCluster (Ready=False): another registration Secret,
-	// named in the message, registered the same workload cluster (same
-	// kube-system Namespace UID) first; this one is refused.
+	// named in the message, owns the same workload cluster (same
+	// kube-system Namespace UID): it carries etcdfleet.io/cluster-id for
+	// it, or was created first; this one is refused.
 	ReasonDuplicateCluster = "DuplicateCluster"
 	// ReasonMissingRights (Authorized=False, Ready=False): the workload
 	// credentials lack permissions the reconcilers need.
