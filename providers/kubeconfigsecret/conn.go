@@ -48,6 +48,7 @@ type session struct {
 	version string
 	indexed int          // indexers applied at creation
 	rights  *rightsWatch // re-checks the AccessChecks while engaged
+	budget  *budget      // what the cluster may make the manager hold
 }
 
 type outcome int
@@ -216,6 +217,17 @@ func (c *conn) run() {
 // connect runs pre-flight, builds and starts the cluster, syncs the watched
 // informers and engages it. Every step is bounded by a timeout.
 func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failure) {
+	bud := newBudget(c.p.opts.MaxResponseBytes, c.p.opts.MaxObjects)
+	s, f := c.connectWithin(actx, spec, bud)
+	if f != nil && bud.reason() != "" {
+		return nil, bud.failure() // whatever step failed, this is why
+	}
+	return s, f
+}
+
+// connectWithin is connect, with every client of the cluster built from a
+// config whose responses bud caps.
+func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget) (*session, *failure) {
 	o := c.p.opts
 	if spec.invalid != "" {
 		return nil, &failure{reason: ReasonInvalidSecret, msg: spec.invalid}
@@ -229,6 +241,7 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 	// cache's watches do without it (cacheHTTPClient).
 	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
 	cfg.UserAgent = userAgent("controllers")
+	cfg.Wrap(bud.wrap) // before any copy: every client of the cluster is capped
 	if o.Prepare != nil {
 		pctx, cancel := context.WithTimeout(actx, o.PreflightTimeout)
 		err := o.Prepare(pctx, cfg)
@@ -277,7 +290,7 @@ func (c *conn) connect(actx context.Context, spec secretSpec) (*session, *failur
 		scancel()
 	}()
 	s := &session{conn: c, cl: cl, ctx: sctx, cancel: scancel, probe: probe, red: red, version: version,
-		indexed: len(indexers), rights: rights}
+		indexed: len(indexers), rights: rights, budget: bud}
 	if f := c.syncInformers(s, startErr); f != nil {
 		scancel()
 		return nil, f
@@ -359,6 +372,14 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 				return outranked
 			}
 			continue
+		case <-s.budget.exceeded:
+			f := s.budget.failure()
+			c.log.Info("Cluster over budget", "why", s.budget.reason())
+			c.p.update(c, func(st *ClusterState) {
+				st.Connected, st.Reason, st.Message = false, f.reason, f.msg
+				st.ConsecutiveFailures++
+			})
+			return disconnected
 		case <-s.rights.forbidden:
 			if s.rights.forbiddenDue(time.Now()) {
 				c.checkRights(actx, s, true)

@@ -115,6 +115,16 @@ type Options struct {
 	// PreflightTimeout bounds the pre-flight (server version plus access
 	// checks) of one connection attempt (default 10s).
 	PreflightTimeout time.Duration
+	// MaxResponseBytes caps each response body of a workload apiserver
+	// (default DefaultMaxResponseBytes). A response past it fails, and the
+	// cluster is disengaged with ReasonOverBudget; a watch stream past it
+	// only ends, and is resumed. One cluster cannot fill the manager's
+	// memory with one answer.
+	MaxResponseBytes int64
+	// MaxObjects caps the objects a cluster's caches hold (default
+	// DefaultMaxObjects); past it the cluster is disengaged with
+	// ReasonOverBudget, which drops its caches.
+	MaxObjects int64
 	// SyncTimeout bounds the initial sync of the WatchedKinds informers, and
 	// separately mgr.Engage (default 30s).
 	SyncTimeout time.Duration
@@ -249,6 +259,12 @@ func (o Options) withDefaults() Options {
 	if o.FailureThreshold == 0 {
 		o.FailureThreshold = DefaultFailureThreshold
 	}
+	if o.MaxResponseBytes == 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxObjects == 0 {
+		o.MaxObjects = DefaultMaxObjects
+	}
 	if o.Backoff.Duration == 0 {
 		o.Backoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Cap: 5 * time.Minute}
 	}
@@ -286,6 +302,9 @@ func (o Options) validate() error {
 	}
 	if o.FailureThreshold < 0 {
 		errs = append(errs, errors.New("FailureThreshold must not be negative"))
+	}
+	if o.MaxResponseBytes < 0 || o.MaxObjects < 0 {
+		errs = append(errs, errors.New("MaxResponseBytes and MaxObjects must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -252,6 +252,10 @@ func (c *conn) syncInformers(s *session, startErr <-chan error) *failure {
 				done <- fmt.Errorf("informer for %s: %w", name, err)
 				return
 			}
+			if _, err := inf.AddEventHandler(s.budget.counter()); err != nil {
+				done <- fmt.Errorf("informer for %s: %w", name, err)
+				return
+			}
 			mu.Lock()
 			pending[name] = inf
 			mu.Unlock()
@@ -266,6 +270,8 @@ func (c *conn) syncInformers(s *session, startErr <-chan error) *failure {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+	case <-s.budget.exceeded: // the informers would retry it until SyncTimeout
+		return s.budget.failure()
 	}
 	select {
 	case serr := <-startErr:

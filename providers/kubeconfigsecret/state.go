@@ -100,13 +100,17 @@ const (
 	// write the credentials must not be able to make
 	// (Options.Constraint); the cluster is not engaged.
 	ReasonUnconstrained = "Unconstrained"
+	// ReasonOverBudget: a response of the cluster's apiserver exceeded
+	// Options.MaxResponseBytes, or its caches Options.MaxObjects; the
+	// cluster is disengaged (its caches dropped) and retried after backoff.
+	ReasonOverBudget = "OverBudget"
 	// ReasonError: anything else.
 	ReasonError = "Error"
 )
 
 var allReasons = []string{ReasonConnecting, ReasonConnected, ReasonInvalidSecret, ReasonInvalidKubeconfig, ReasonInsecureKubeconfig,
 	ReasonUnreachable, ReasonTLSError, ReasonUnauthorized, ReasonForbidden, ReasonMissingAPI,
-	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonIdentityMismatch, ReasonUnconstrained, ReasonError, ReasonNotOwned}
+	ReasonSyncFailed, ReasonEngageFailed, ReasonDisconnected, ReasonDuplicateCluster, ReasonIdentityMismatch, ReasonUnconstrained, ReasonOverBudget, ReasonError, ReasonNotOwned}
 
 // statusCode is the HTTP code of an API error, 0 if there is none.
 func statusCode(err error) int32 {
