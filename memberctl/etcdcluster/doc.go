@@ -79,7 +79,8 @@
 // when the cluster had formed and etcd did not answer, each member is
 // checked by live reads for proof that its data is gone (memory: its Pod
 // is gone, or its data-dir guard reports DataDirLost; PVC: its claim is
-// gone or Lost). Only when every member is proven lost is it total loss:
+// gone, or Lost for lostClaimGrace: TotalLoss Unknown ClaimsLostPending
+// meanwhile). Only when every member is proven lost is it total loss:
 // TotalLoss=True, reason RestoreNotEnabled (no opt-in) or NoSnapshot (no
 // Complete EtcdSnapshot of the cluster), each with one Warning Event and
 // nothing else done. With spec.recovery.restoreOnTotalLoss and a

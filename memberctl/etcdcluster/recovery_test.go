@@ -8,12 +8,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
 // Restore after total loss, decided by the cluster controller. The
@@ -118,6 +121,65 @@ var _ = Describe("restore after total loss", func() {
 		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(metav1.ConditionFalse))
 		Expect(h.events.All()).To(ContainElement(And(ContainSubstring(v1alpha1.ReasonRestoredAfterTotalLoss),
 			ContainSubstring("EtcdSnapshot newer"), ContainSubstring("at least 200 revision(s)"))))
+	})
+
+	It("counts claims in phase Lost as lost only after a grace period, and not once they bind again", func() {
+		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
+			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+				Recovery: &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}}}
+		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
+		h.etcd.SetRevision(500)
+		h.converge(ec, 3)
+		h.etcd.SetFail(errors.New("context deadline exceeded"))
+		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
+		setPhase := func(phase corev1.PersistentVolumeClaimPhase) {
+			GinkgoHelper()
+			for _, m := range h.members() {
+				pvc := &corev1.PersistentVolumeClaim{}
+				key := types.NamespacedName{Namespace: h.ns, Name: etcd.PVCName(m.Name)}
+				if err := k8sClient.Get(ctx, key, pvc); apierrors.IsNotFound(err) {
+					pvc = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: key.Name},
+						Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+							Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+					Expect(k8sClient.Create(ctx, pvc)).To(Succeed())
+				}
+				pvc.Status.Phase = phase
+				Expect(k8sClient.Status().Update(ctx, pvc)).To(Succeed())
+			}
+		}
+		pending := func() {
+			GinkgoHelper()
+			c := apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionTotalLoss)
+			Expect(c).NotTo(BeNil())
+			Expect(c.Status).To(Equal(metav1.ConditionUnknown))
+			Expect(c.Reason).To(Equal(v1alpha1.ReasonClaimsLostPending))
+			Expect(h.get(ec).Status.Recovery).To(BeNil())
+			for _, m := range h.members() {
+				Expect(m.DeletionTimestamp).To(BeNil(), "nothing is removed during the grace period")
+			}
+		}
+		setPhase(corev1.ClaimLost)
+		h.reconcile(ec)
+		pending()
+		Expect(h.events.All()).To(ContainElement(ContainSubstring("Warning " + v1alpha1.ReasonClaimsLostPending)))
+
+		By("the claims binding again within the grace period: no loss")
+		h.now = h.now.Add(4 * time.Minute)
+		setPhase(corev1.ClaimBound)
+		h.reconcile(ec)
+		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionTotalLoss)).To(BeEmpty())
+
+		By("Lost again, for the whole grace period: restored")
+		setPhase(corev1.ClaimLost)
+		h.reconcile(ec)
+		pending()
+		h.now = h.now.Add(4 * time.Minute)
+		h.reconcile(ec)
+		pending()
+		h.now = h.now.Add(time.Minute + time.Second)
+		h.reconcile(ec)
+		Expect(h.get(ec).Status.Recovery).NotTo(BeNil())
+		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoringAfterTotalLoss))
 	})
 
 	It("never restores while one member's Pod may still hold data", func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,28 +41,61 @@ func (p *pass) recover(ctx context.Context) (res ctrl.Result, done bool, err err
 		p.clearTotalLoss()
 		return ctrl.Result{}, false, nil
 	}
-	lost, why, err := p.totalLoss(ctx)
+	lost, why, lostPhase, err := p.totalLoss(ctx)
 	if err != nil || !lost {
 		if err == nil {
 			p.clearTotalLoss()
 		}
 		return ctrl.Result{}, false, err
 	}
+	if lostPhase {
+		if wait := p.lostClaimsWait(why); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, false, nil
+		}
+	}
 	return p.onTotalLoss(ctx, why)
+}
+
+// lostClaimGrace is how long a claim must stay in phase Lost before it
+// proves its member's data gone. Lost only says that the claim's volume
+// object is missing: a volume restored from a backup of the cluster's
+// objects, or re-created by an operator, binds the claim again within
+// minutes, and a restore from a snapshot would throw away whatever the
+// volumes still hold. An absent claim proves it at once.
+const lostClaimGrace = 5 * time.Minute
+
+// lostClaimsWait returns how much longer the total loss that rests on
+// claims in phase Lost must last before it counts, and says so in the
+// TotalLoss condition (Unknown, ClaimsLostPending), whose
+// lastTransitionTime records since when. Zero: it has lasted long enough.
+func (p *pass) lostClaimsWait(why string) time.Duration {
+	c := apimeta.FindStatusCondition(p.ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != v1alpha1.ReasonClaimsLostPending {
+		apimeta.SetStatusCondition(&p.ec.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionTotalLoss,
+			Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonClaimsLostPending, ObservedGeneration: p.ec.Generation,
+			LastTransitionTime: metav1.NewTime(p.now),
+			Message: fmt.Sprintf("every member's data looks gone (%s); claims in phase Lost count as lost once they have been so for %s",
+				why, lostClaimGrace)})
+		p.event(corev1.EventTypeWarning, v1alpha1.ReasonClaimsLostPending, "Every member's data of the etcd cluster looks gone (%s); "+
+			"claims in phase Lost count as lost after %s, unless they bind again", why, lostClaimGrace)
+		return lostClaimGrace
+	}
+	return c.LastTransitionTime.Add(lostClaimGrace).Sub(p.now)
 }
 
 // totalLoss reports whether every member of the cluster (read live, the
 // ones being deleted included) has provably lost its data. why is the
-// proof, or the member that may still hold data. When some members are
-// provably lost and they are a majority, it records the majority loss for
-// the status (majorityLoss).
-func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, err error) {
+// proof, or the member that may still hold data; lostPhase, that some of
+// the proof is a claim in phase Lost (lostClaimsWait). When some members
+// are provably lost and they are a majority, it records the majority loss
+// for the status (majorityLoss).
+func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, lostPhase bool, err error) {
 	ms, err := p.fresh(ctx)
 	if err != nil {
-		return false, "", err
+		return false, "", false, err
 	}
 	if len(ms.all) == 0 {
-		return false, "no member to prove anything of", nil
+		return false, "no member to prove anything of", false, nil
 	}
 	var (
 		proofs, whats []string
@@ -70,9 +104,10 @@ func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, err error)
 	for _, m := range ms.all {
 		gone, what, err := p.dataGone(ctx, m)
 		if err != nil {
-			return false, "", err
+			return false, "", false, err
 		}
 		if gone {
+			lostPhase = lostPhase || strings.HasPrefix(what, claimLostProof)
 			proofs = append(proofs, m.Name+" "+what)
 		} else {
 			survivors, whats = append(survivors, m), append(whats, what)
@@ -80,10 +115,13 @@ func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, err error)
 	}
 	if len(survivors) > 0 {
 		p.majorityLoss(ctx, len(ms.all), proofs, survivors, whats)
-		return false, fmt.Sprintf("member %s may still hold data: %s", survivors[0].Name, whats[0]), nil
+		return false, fmt.Sprintf("member %s may still hold data: %s", survivors[0].Name, whats[0]), false, nil
 	}
-	return true, strings.Join(proofs, "; "), nil
+	return true, strings.Join(proofs, "; "), lostPhase, nil
 }
+
+// claimLostProof begins dataGone's proof by a claim in phase Lost.
+const claimLostProof = "has claim "
 
 // dataGone reports whether one member's data is provably gone, from live
 // reads of its Pod (memory members) or its claim (PVC members).
@@ -105,7 +143,7 @@ func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, stri
 		case err != nil:
 			return false, "", err
 		case pvc.Status.Phase == corev1.ClaimLost:
-			return true, "has claim " + key.Name + " in phase Lost", nil
+			return true, claimLostProof + key.Name + " in phase Lost", nil
 		}
 		return false, "its claim " + key.Name + " exists", nil
 	}
@@ -235,12 +273,13 @@ func (p *pass) setTotalLoss(reason, msg string) {
 	p.setCondition(v1alpha1.ConditionTotalLoss, metav1.ConditionTrue, reason, msg)
 }
 
-// clearTotalLoss drops a TotalLoss=True that no longer holds (a member
+// clearTotalLoss drops a TotalLoss True or Unknown (pending) that no
+// longer holds (a member
 // answers again, or may hold data) while no restore is under way; the
 // outcome of a restore (False) stays.
 func (p *pass) clearTotalLoss() {
 	c := apimeta.FindStatusCondition(p.ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
-	if c != nil && c.Status == metav1.ConditionTrue {
+	if c != nil && c.Status != metav1.ConditionFalse {
 		apimeta.RemoveStatusCondition(&p.ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
 	}
 }

@@ -105,6 +105,11 @@ const (
 	// ConditionTotalLoss is True while every member's data is provably
 	// gone, and False (Restored) once a restore brought the cluster back.
 	ConditionTotalLoss = "TotalLoss"
+	// ReasonClaimsLostPending (Unknown): every member's data looks gone,
+	// but some of the proof is a claim in phase Lost, which counts only
+	// once it has lasted the grace period (the condition's
+	// lastTransitionTime tells since when).
+	ReasonClaimsLostPending = "ClaimsLostPending"
 	// ReasonRestoreNotEnabled (True): spec.recovery.restoreOnTotalLoss is
 	// off; a person must act.
 	ReasonRestoreNotEnabled = "RestoreNotEnabled"
