@@ -39,6 +39,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"--set", "limiter.brust=10"}, // a typo
 		{"--set", "typo=1"},
 		{"--set", "serviceMonitor.interval=often"},
+		{"--set", "serviceMonitor.insecureSkipVerify=yes"},
+		{"--set", "image.digest=latest"}, // a tag where a digest belongs
+		{"--set", "image.digest=sha256:abc"},
+		{"--set", "certManager.issuerRef.kind=ClusterIssuer"}, // no name
+		{"--set", "certManager.issuer=ca"},
 	} {
 		_, err := template(t, mgmtChart, mgmtRelease, systemNS, bad...)
 		if err == nil {
@@ -71,6 +76,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"--set", "metrics.bindAddress=0.0.0.0:9090", "--set", "probes.bindAddress=127.0.0.1:9091"},
 		{"--set", "replicas=0"},
 		{"--set", "global.foo=bar"},
+		{"--set", "image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		{"--set", "certManager.issuerRef.name=ca", "--set", "metrics.secure=false"},
 	} {
 		if _, err := template(t, mgmtChart, mgmtRelease, systemNS, good...); err != nil {
 			t.Errorf("%s is rejected: %v", strings.Join(good, " "), err)

@@ -55,7 +55,39 @@ app.kubernetes.io/part-of: etcdfleet
 /etc/etcdfleet/metrics-cert
 {{- end }}
 
-{{/* --metrics-cert-dir: metrics.certDir, else certSecret's mount, else "" (self-signed). */}}
+{{/*
+The metrics certificate's Secret: metrics.certSecret, else, when the chart
+has cert-manager issue it (certManager.issuerRef), <fullname>-metrics-tls;
+else "" (the manager's self-signed certificate).
+*/}}
+{{- define "etcdfleet.metricsCertSecret" -}}
+{{- if .Values.metrics.certSecret }}{{ .Values.metrics.certSecret }}{{ else if include "etcdfleet.issuesMetricsCert" . }}{{ include "etcdfleet.fullname" . }}-metrics-tls{{ end }}
+{{- end }}
+
+{{/* Whether the chart creates the metrics Certificate (cert-manager). */}}
+{{- define "etcdfleet.issuesMetricsCert" -}}
+{{- if and .Values.certManager.issuerRef.name .Values.metrics.secure (include "etcdfleet.metricsEnabled" .) }}true{{ end }}
+{{- end }}
+
+{{/*
+The metrics Service's DNS name: what its certificate must name, and the
+serverName the ServiceMonitor verifies (Prometheus scrapes Pod IPs, which
+no certificate names).
+*/}}
+{{- define "etcdfleet.metricsServerName" -}}
+{{ include "etcdfleet.fullname" . }}-metrics.{{ .Release.Namespace }}.svc
+{{- end }}
+
+{{/* --metrics-cert-dir: metrics.certDir, else the certificate Secret's mount, else "" (self-signed). */}}
 {{- define "etcdfleet.metricsCertDir" -}}
-{{- if .Values.metrics.certDir }}{{ .Values.metrics.certDir }}{{ else if .Values.metrics.certSecret }}{{ include "etcdfleet.metricsCertMount" . }}{{ end }}
+{{- if .Values.metrics.certDir }}{{ .Values.metrics.certDir }}{{ else if include "etcdfleet.metricsCertSecret" . }}{{ include "etcdfleet.metricsCertMount" . }}{{ end }}
+{{- end }}
+
+{{/*
+The manager's image: repository@digest when image.digest is set (a tag can
+be moved to other content, a digest cannot), else repository:tag (tag
+defaults to the appVersion).
+*/}}
+{{- define "etcdfleet.image" -}}
+{{- if .Values.image.digest }}{{ printf "%s@%s" .Values.image.repository .Values.image.digest }}{{ else }}{{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}{{ end }}
 {{- end }}
