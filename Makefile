@@ -53,15 +53,17 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types (control
 
 # What `make manifests` writes, and `make verify-generated` compares with
 # the commit: the workload RBAC rules come from
-# memberctl/workload/permissions.go (config/rbac/gen), the charts' crds/ are
-# copies of config/crd (helm installs crds/ itself, before the templates).
+# memberctl/workload/permissions.go and the admission policy's etcd images
+# from memberctl/api/v1alpha1/versions.go (config/rbac/gen), the charts'
+# crds/ are copies of config/crd (helm installs crds/ itself, before the
+# templates).
 GENERATED := config/crd charts/etcdfleet/crds charts/etcdfleet-workload/crds \
-             config/rbac/workload/cluster_role.yaml \
+             config/rbac/workload/cluster_role.yaml config/rbac/workload/admission_policy.yaml \
              charts/etcdfleet-workload/templates/_rules.tpl \
              charts/etcdfleet-workload/templates/admissionpolicy.yaml memberctl/api fleet/api
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the charts' crds/, the workload RBAC from memberctl/workload/permissions.go, and the chart's admission policies from config's.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd and the charts' crds/, the workload RBAC from memberctl/workload/permissions.go, the admission policy's etcd images from the supported versions, and the chart's admission policies from config's.
 	$(CONTROLLER_GEN) crd paths=./memberctl/api/... output:crd:artifacts:config=config/crd/workload
 	$(CONTROLLER_GEN) crd paths=./fleet/api/... output:crd:artifacts:config=config/crd/management
 	rm -f charts/etcdfleet/crds/*.yaml charts/etcdfleet-workload/crds/*.yaml

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcdfleet/etcdfleet/config"
 	"github.com/etcdfleet/etcdfleet/config/settings"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
@@ -109,6 +110,7 @@ func escalations(good *corev1.Pod) map[string]*corev1.Pod {
 			p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil // invalid with privileged
 		}),
 		"a host network":  with(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+		"an old etcd tag": with(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.3.0" }),
 		"a foreign image": with(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "docker.io/library/busybox:1" }),
 		"a look-alike image": with(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Image = strings.Replace(p.Spec.Containers[0].Image, "etcd:", "etcd-evil:", 1)
@@ -212,6 +214,15 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 		}
 		return nil
 	})
+	// etcd's official images at every supported version; an old tag, which
+	// ships /bin/sh, is among the escalations below.
+	for _, image := range config.EtcdImages() {
+		p := good.DeepCopy()
+		p.Spec.Containers[0].Image = image
+		if err := dryRunCreate(ctx, sa, p); err != nil {
+			t.Errorf("a member's Pod running %s, a supported version, is refused: %v", image, err)
+		}
+	}
 	for what, p := range map[string]*corev1.Pod{"a TLS member's Pod": good, "a memory member's Pod": memberPod(mem, "adm-mem-0"),
 		"a seed restoring from S3": memberPod(fromS3, "adm-s3-0"), "a seed restoring from a claim": memberPod(fromPVC, "adm-pvc-0"),
 		"a seed restoring its backup after total loss":  memberPod(recovering, "adm-rec-0"),

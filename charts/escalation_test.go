@@ -90,6 +90,14 @@ func shapeEscalations() map[string]shapeEscalation {
 			firstContainer(s).Ports = append(firstContainer(s).Ports, corev1.ContainerPort{ContainerPort: 2222, HostPort: 22})
 		},
 		"a foreign image": func(_ *metav1.ObjectMeta, s *corev1.PodSpec) { firstContainer(s).Image = "docker.io/library/busybox:1" },
+		// etcd's own repositories at a tag etcdfleet does not list: old ones
+		// ship /bin/sh (v3.3.0), and a moving tag can become anything.
+		"an old etcd image": func(_ *metav1.ObjectMeta, s *corev1.PodSpec) { firstContainer(s).Image = "quay.io/coreos/etcd:v3.3.0" },
+		"an old image of etcd's other repository": func(_ *metav1.ObjectMeta, s *corev1.PodSpec) {
+			firstContainer(s).Image = "gcr.io/etcd-development/etcd:v3.4.13"
+		},
+		"an etcd patch release not listed": func(_ *metav1.ObjectMeta, s *corev1.PodSpec) { firstContainer(s).Image = "quay.io/coreos/etcd:v3.6.4" },
+		"etcd by a moving tag":             func(_ *metav1.ObjectMeta, s *corev1.PodSpec) { firstContainer(s).Image = "quay.io/coreos/etcd:latest" },
 		"a look-alike image": func(_ *metav1.ObjectMeta, s *corev1.PodSpec) {
 			c := firstContainer(s)
 			c.Image = strings.Replace(c.Image, "/etcd", "/etcd-evil", 1)

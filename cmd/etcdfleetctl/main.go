@@ -90,7 +90,7 @@ is granted cluster-wide besides.`,
 	c.Flags().BoolVar(&clusterWide, "cluster-wide", false,
 		"grant the manager its rights in every namespace (a ClusterRoleBinding): the token can then get any Secret by name and port-forward into any Pod; this or --namespaces is required")
 	c.Flags().StringSliceVar(&images, "allowed-images", nil,
-		"image repositories the admission policy lets etcdfleet's Pods run, replacing the defaults (etcd's official images and etcdfleet's own); list your mirrors, including the manager's agentImage")
+		"image repositories whose every tag the admission policy lets etcdfleet's Pods run, replacing the default (etcdfleet's own); list your mirror of the manager's agentImage. etcd's official images are admitted at the supported versions regardless, and refused here")
 	m.bind(c)
 	return c
 }

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcdfleet/etcdfleet/config"
 )
 
 // imageRepository is what --allowed-images accepts: a repository, with an
@@ -16,6 +19,10 @@ var imageRepository = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:[0-9
 
 // withAllowedImages returns manifests with every policy's allowedImages
 // variable (the Pods and Jobs policies) set to repos (none: unchanged, config/rbac/workload's defaults).
+// Every tag of those repositories is admitted, so etcd's own are refused:
+// the policy admits them at the supported versions only (its etcdImages,
+// which this leaves alone), and any tag would include old ones that ship
+// /bin/sh.
 // The list lives in the policy rather than in a param object because a
 // missing param would refuse every Pod in the cluster (see the policy).
 func withAllowedImages(manifests [][]byte, repos []string) ([][]byte, error) {
@@ -25,7 +32,11 @@ func withAllowedImages(manifests [][]byte, repos []string) ([][]byte, error) {
 	quoted := make([]string, 0, len(repos))
 	for _, r := range repos {
 		if !imageRepository.MatchString(r) {
-			return nil, fmt.Errorf("--allowed-images: %q is not an image repository (such as registry.example.com/etcd, without a tag)", r)
+			return nil, fmt.Errorf("--allowed-images: %q is not an image repository (such as registry.example.com/etcdfleet, without a tag)", r)
+		}
+		if slices.Contains(config.EtcdImageRepositories, r) {
+			return nil, fmt.Errorf("--allowed-images: %s would admit every tag of etcd, old ones that ship /bin/sh included; "+
+				"the admission policy admits etcd's official images at the versions etcdfleet supports without it", r)
 		}
 		quoted = append(quoted, "'"+r+"'")
 	}

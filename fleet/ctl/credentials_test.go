@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/etcdfleet/etcdfleet/config"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
@@ -189,24 +191,34 @@ var _ = Describe("register's credentials", Ordered, func() {
 	}, SpecTimeout(time.Minute))
 
 	It("names mirrors in the admission policy", func(ctx SpecContext) {
-		allowed := func() string {
+		variable := func(name string) string {
 			p, err := fleet.Cluster("w1").Clientset.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, ctl.PodsPolicy, metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			for _, v := range p.Spec.Variables {
-				if v.Name == "allowedImages" {
+				if v.Name == name {
 					return v.Expression
 				}
 			}
 			return ""
 		}
+		allowed := func() string { return variable("allowedImages") }
+		etcdImages := "['" + strings.Join(config.EtcdImages(), "', '") + "']"
 		_, err := registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"registry.example.com:5000/etcd", "registry.example.com/etcdfleet"}, ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(allowed()).To(Equal("['registry.example.com:5000/etcd', 'registry.example.com/etcdfleet']"))
+		Expect(variable("etcdImages")).To(Equal(etcdImages), "etcd stays admitted by supported version only")
 		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"evil' || true || '"}, ClusterWide: true})
 		Expect(err).To(MatchError(ContainSubstring("is not an image repository")))
+		// etcd's own repositories would admit every tag, old ones with a
+		// shell included.
+		for _, repo := range config.EtcdImageRepositories {
+			_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", AllowedImages: []string{"registry.example.com/etcdfleet", repo}, ClusterWide: true})
+			Expect(err).To(MatchError(ContainSubstring(repo + " would admit every tag of etcd")))
+		}
 		_, err = registerWith(ctx, ctl.RegisterOptions{Name: "cred", ClusterWide: true})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(allowed()).To(ContainSubstring("'quay.io/coreos/etcd'"), "the defaults again")
+		Expect(allowed()).To(Equal("['ghcr.io/etcdfleet/etcdfleet-manager']"), "the default again")
+		Expect(variable("etcdImages")).To(Equal(etcdImages))
 	}, SpecTimeout(time.Minute))
 
 	It("unregister revokes the token", func(ctx SpecContext) {

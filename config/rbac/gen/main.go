@@ -1,10 +1,12 @@
 // Command gen writes the workload RBAC rendered from
 // memberctl/workload.Permissions, the one table of what etcdfleet-manager
 // may do in a workload cluster: config/rbac/workload/cluster_role.yaml and
-// the workload chart's templates/_rules.tpl; and the chart's
-// templates/admissionpolicy.yaml rendered from
-// config/rbac/workload/admission_policy.yaml (config.ChartAdmissionPolicy). `make manifests` runs it from
-// the repository root; `make verify-generated` fails when its output is not
+// the workload chart's templates/_rules.tpl; the etcd images of
+// config/rbac/workload/admission_policy.yaml, from
+// memberctl/api/v1alpha1.SupportedVersions; and the chart's
+// templates/admissionpolicy.yaml rendered from that policy
+// (config.GenerateAdmissionPolicy). `make manifests` runs it from the
+// repository root; `make verify-generated` fails when its output is not
 // committed.
 package main
 
@@ -21,14 +23,22 @@ import (
 func main() {
 	root := flag.String("root", ".", "the repository root")
 	flag.Parse()
-	policies, err := config.ChartAdmissionPolicy()
+	// From disk, not config's embedded copy: that was compiled before this
+	// run, so it would lag one run behind a changed version table.
+	policyPath := filepath.Join(*root, "config", config.AdmissionPolicyFile)
+	src, err := os.ReadFile(policyPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	policy, chartPolicy, err := config.GenerateAdmissionPolicy(src)
 	if err != nil {
 		log.Fatal(err)
 	}
 	for path, data := range map[string][]byte{
 		"config/rbac/workload/cluster_role.yaml":                   workload.ClusterRoleYAML(),
+		"config/" + config.AdmissionPolicyFile:                     policy,
 		"charts/etcdfleet-workload/templates/_rules.tpl":           workload.ChartRulesTemplate(),
-		"charts/etcdfleet-workload/templates/admissionpolicy.yaml": policies,
+		"charts/etcdfleet-workload/templates/admissionpolicy.yaml": chartPolicy,
 	} {
 		if err := os.WriteFile(filepath.Join(*root, path), data, 0o644); err != nil {
 			log.Fatal(err)

@@ -210,7 +210,7 @@ var _ = Describe("EtcdCluster CEL on update", func() {
 	It("lets the fields applied to new members change", func() {
 		ec := create()
 		Expect(updateCluster(ec, func(ec *v1alpha1.EtcdCluster) {
-			ec.Spec.Version = "3.6.6"
+			ec.Spec.Version = "3.7.3" // an upgrade to another supported version
 			ec.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
 			ec.Spec.Options = &v1alpha1.EtcdOptions{SnapshotCount: ptr.To[int64](5000)}
 			ec.Spec.ProgressDeadlineSeconds = 900

@@ -68,9 +68,15 @@ var _ = Describe("EtcdCluster schema", func() {
 			expectInvalid(k8sClient.Create(ctx, newCluster(mutate)), msg)
 		},
 		Entry("a version with a v", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "v3.6.5" },
-			`spec.version: Invalid value: "v3.6.5": spec.version in body should match`),
+			`spec.version: Unsupported value: "v3.6.5"`),
 		Entry("a two-part version", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "3.6" },
-			`spec.version: Invalid value: "3.6"`),
+			`spec.version: Unsupported value: "3.6"`),
+		// Old etcd images ship /bin/sh: the admission policy refuses them,
+		// so the cluster is refused here, where the user sees why.
+		Entry("an old version", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "3.4.13" },
+			`spec.version: Unsupported value: "3.4.13": supported values: "3.6.5", "3.7.3"`),
+		Entry("a patch release etcdfleet does not list", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "3.6.4" },
+			`spec.version: Unsupported value: "3.6.4"`),
 		Entry("negative replicas", replicas(-1),
 			"spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0"),
 		Entry("an unknown medium", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Storage.Medium = "Disk" },

@@ -127,10 +127,10 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:Maximum=9
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// version of etcd, e.g. "3.6.5".
+	// version of etcd: one etcdfleet supports, e.g. "3.7.3". The workload
+	// admission policy admits etcd's images at these tags only.
 	// +required
-	// +kubebuilder:validation:Pattern=`^\d+\.\d+\.\d+$`
-	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Enum="3.6.5";"3.7.3"
 	Version string `json:"version"`
 
 	// storage of each member.

@@ -1,0 +1,20 @@
+package v1alpha1
+
+// SupportedVersions are the etcd versions etcdfleet runs, oldest first:
+// the one table of them. EtcdCluster spec.version must be one of them (its
+// enum; a test in this package fails when the two differ), and the workload
+// admission policy admits etcd's official images at these tags only
+// (quay.io/coreos/etcd:v<version>, ...; `make manifests` writes them into
+// config/rbac/workload/admission_policy.yaml and the workload chart).
+// Exact versions, not a range: any tag of etcd's repositories would admit
+// old images that ship /bin/sh, and the policy's entrypoint check would be
+// all that kept a stolen token from a shell.
+//
+// To support a version: add it here and to the enum marker of
+// EtcdClusterSpec.Version, then run `make manifests`. Drop one only after a
+// release that offered its successor: a workload cluster still running it
+// could no longer replace a member.
+var SupportedVersions = []string{
+	"3.6.5", // the unit tests' and docs' version
+	"3.7.3", // the sandbox's (Makefile ETCD_VERSION) and the samples'
+}
