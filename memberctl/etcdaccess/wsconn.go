@@ -29,9 +29,10 @@ type wsConn struct {
 	remote  podAddr
 	onClose func(*wsConn)
 
-	readMu sync.Mutex
-	cur    io.Reader // the rest of the data message being read
-	skip   [2]int    // prefix bytes still to drop, per channel
+	readMu  sync.Mutex
+	cur     io.Reader // the rest of the data message being read
+	skip    [2]int    // prefix bytes still to drop, per channel
+	readErr error     // the first error Read returned, returned from then on
 
 	writeMu   sync.Mutex
 	errMu     sync.Mutex
@@ -45,10 +46,22 @@ func newWSConn(ws *websocket.Conn, desc string, remote podAddr, onClose func(*ws
 }
 
 // Read returns data-channel bytes; a message on the error channel ends the
-// connection with the kubelet's reason.
+// connection with the kubelet's reason. The first error is final: gorilla
+// panics on the 1000th read of a failed WebSocket, and a panic here would
+// stop the manager of every workload cluster, so a failed wsConn no longer
+// reads the socket.
 func (c *wsConn) Read(p []byte) (int, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
+	if c.readErr != nil {
+		return 0, c.readErr
+	}
+	n, err := c.read(p)
+	c.readErr = err
+	return n, err
+}
+
+func (c *wsConn) read(p []byte) (int, error) {
 	for {
 		if c.cur != nil {
 			n, err := c.cur.Read(p)
