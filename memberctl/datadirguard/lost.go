@@ -20,8 +20,12 @@ func DataDirLost(p *corev1.Pod) (bool, string) {
 			continue
 		}
 		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-			if t != nil && t.ExitCode != 0 && strings.HasPrefix(t.Message, MessagePrefix) {
-				return true, t.Message
+			// The message is the Pod status's, which whoever controls the
+			// workload cluster can write: it must be in the guard's format
+			// ("DataDirLost: ..."), and no more of it is passed on (into
+			// conditions) than the kubelet keeps of a real one.
+			if t != nil && t.ExitCode != 0 && strings.HasPrefix(t.Message, MessagePrefix+":") {
+				return true, truncate(t.Message, maxMessage)
 			}
 		}
 	}

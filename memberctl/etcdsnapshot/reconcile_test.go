@@ -138,7 +138,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 		Expect(env.Client.Create(ctx, pod)).To(Succeed())
 		pod.Status.Phase = corev1.PodSucceeded
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerID, State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{Message: `{"sizeBytes":4096,"sha256":"ab12","revision":77}`}}}}
+			Terminated: &corev1.ContainerStateTerminated{Message: `{"sizeBytes":4096,"sha256":"ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12","revision":77}`}}}}
 		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 		now := metav1.Now()
 		job.Status.StartTime, job.Status.CompletionTime = &now, &now
@@ -150,7 +150,7 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 
 		got := reconcileOnce(ctx, s)
 		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotComplete))
-		Expect(got.Status.Artifact).To(Equal(&v1alpha1.SnapshotArtifact{URI: "pvc://backups/s.db", SizeBytes: 4096, SHA256: "ab12", Revision: 77}))
+		Expect(got.Status.Artifact).To(Equal(&v1alpha1.SnapshotArtifact{URI: "pvc://backups/s.db", SizeBytes: 4096, SHA256: "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12", Revision: 77}))
 		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonSnapshotStored))
 	})
 })

@@ -78,7 +78,25 @@ func ParseResult(msg string) (Result, error) {
 	if r.SHA256 == "" || r.SizeBytes <= 0 {
 		return Result{}, fmt.Errorf("snapshot agent result %q: no checksum or size", msg)
 	}
+	// The message comes from a Pod of the workload cluster and the sha256
+	// ends up in restores: only what Run writes (hex.EncodeToString of a
+	// sha256, lowercase, and etcd's revision, never negative) is a result.
+	if !isSHA256Hex(r.SHA256) || r.Revision < 0 {
+		return Result{}, fmt.Errorf("snapshot agent result %q: not a sha256 in lowercase hex or a negative revision", msg)
+	}
 	return r, nil
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != hex.EncodedLen(sha256.Size) {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Run takes the snapshot, stores it, reads it back to verify it and writes
