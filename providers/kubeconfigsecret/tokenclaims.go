@@ -72,14 +72,16 @@ func jwtLifetime(token string) (TokenLifetime, bool) {
 }
 
 // unixTime reads a NumericDate claim (seconds since the epoch, possibly
-// fractional); ok is false when it is absent, not a number or not positive.
+// fractional); ok is false when it is absent, not a number or below one
+// second: the fraction is dropped, and 0.5 would be the epoch itself, which
+// is no more a date than 0.
 func unixTime(n *json.Number) (time.Time, bool) {
 	if n == nil {
 		return time.Time{}, false
 	}
 	f, err := n.Float64()
 	// Beyond year 9999 is not a date anyone will wait for.
-	if err != nil || f <= 0 || f > 253402300799 {
+	if err != nil || f < 1 || f > 253402300799 {
 		return time.Time{}, false
 	}
 	return time.Unix(int64(f), 0).UTC(), true
