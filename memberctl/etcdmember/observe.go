@@ -31,6 +31,9 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	switch {
 	case p.DeletionTimestamp != nil:
 		s.setReady(false, v1alpha1.ReasonPodNotReady, "Pod is terminating")
+		if left, on, err := s.nodeLossLeft(ctx, p); err == nil && on && (result.RequeueAfter == 0 || left < result.RequeueAfter) {
+			result.RequeueAfter = left // the node counts as lost then
+		}
 	case !ready && pod.EtcdContainerStuck(p, s.r.Options.CrashLoopRestarts):
 		return s.replaceCrashLooping(ctx, p)
 	case !ready:

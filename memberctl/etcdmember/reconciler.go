@@ -110,9 +110,14 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 		return s.replaceTerminalPod(ctx, p)
 	case p == nil:
 		return s.createPod(ctx)
-	default:
-		return s.observe(ctx, p)
 	}
+	if left, on, err := s.nodeLossLeft(ctx, p); err != nil || (on && left <= 0) {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return s.replaceNodeLostMember(ctx, p)
+	}
+	return s.observe(ctx, p)
 }
 
 // pod returns the member's Pod from the cache, or nil.

@@ -57,7 +57,7 @@ func (s *run) replaceCrashLooping(ctx context.Context, p *corev1.Pod) (ctrl.Resu
 		cause:  replacement.Cause{Phase: string(p.Status.Phase), Reason: "CrashLoop"},
 		podUID: p.UID,
 		died:   fmt.Sprintf("etcd in Pod %s keeps crashing (%d restarts)", p.Name, restarts(p)),
-		check:  s.crashLoopSafety,
+		check:  s.quorumWithoutSafety,
 	}, "ReplacingCrashLoopingMember", func() string { return "quorum holds without it" })
 }
 
@@ -125,9 +125,10 @@ func (s *run) removeMember(ctx context.Context, j job, event string, because fun
 	return s.replace(ctx, j, l)
 }
 
-// crashLoopSafety: replace only if live membership and health say the
-// other voters keep quorum.
-func (s *run) crashLoopSafety(ctx context.Context) (safety, error) {
+// quorumWithoutSafety: replace only if live membership and health say the
+// other voters keep quorum (a crash-looping member, a member on a lost
+// node: neither is asked itself).
+func (s *run) quorumWithoutSafety(ctx context.Context) (safety, error) {
 	// Only holdsWithout matters here: the member's own answer is not asked.
 	q, err := s.liveQuorum(ctx, false)
 	switch {

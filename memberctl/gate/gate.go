@@ -16,6 +16,9 @@ const (
 	CrashLoopReplace Action = "CrashLoopReplace"
 	// PodLossReplace replaces a memory-backed member whose Pod is gone.
 	PodLossReplace Action = "PodLossReplace"
+	// NodeLossReplace replaces a member whose Pod is stuck terminating on
+	// a node whose kubelet is gone.
+	NodeLossReplace Action = "NodeLossReplace"
 	// TotalLossRestore re-bootstraps an etcd cluster whose every member lost
 	// its data from a snapshot; Member is empty.
 	TotalLossRestore Action = "TotalLossRestore"

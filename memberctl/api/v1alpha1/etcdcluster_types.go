@@ -324,7 +324,8 @@ type ReplacementLease struct {
 	// podUID is the UID of the Pod being replaced.
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
-	// action is the kind of replacement: CrashLoopReplace or PodLossReplace.
+	// action is the kind of replacement: CrashLoopReplace, PodLossReplace
+	// or NodeLossReplace.
 	Action string `json:"action"`
 	// since is when the lease was taken.
 	Since metav1.Time `json:"since"`

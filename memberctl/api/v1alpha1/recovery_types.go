@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -17,6 +19,37 @@ type RecoverySpec struct {
 	// person acts.
 	// +optional
 	RestoreOnTotalLoss bool `json:"restoreOnTotalLoss,omitempty"`
+
+	// nodeLossTimeout is how long a member's Pod may stay terminating past
+	// its deletion deadline before its node counts as lost: the kubelet
+	// that should finish the Pod is gone (a node that never came back
+	// after a power event, evicted by the taint manager). The member is
+	// then replaced on another node by a new member with a new ID (and,
+	// for PVC members, a new, empty claim; the old claim goes with the old
+	// member), only while quorum holds without it, through the shared
+	// replacement rate limiter. Default: 5m for memory members, whose data
+	// is gone with the node anyway; off for PVC members, since a claim on
+	// a node-local volume comes back with its node. "0s" turns it off.
+	// +optional
+	NodeLossTimeout *metav1.Duration `json:"nodeLossTimeout,omitempty"`
+}
+
+// DefaultMemoryNodeLossTimeout is spec.recovery.nodeLossTimeout of
+// memory members when unset: the taint manager evicts etcdfleet's Pods 5
+// minutes after their node stops answering (their tolerations), and 5
+// more minutes without the kubelet finishing the Pod leave no doubt.
+const DefaultMemoryNodeLossTimeout = 5 * time.Minute
+
+// NodeLossTimeoutFor returns spec.recovery.nodeLossTimeout for a member on
+// medium, with its default; zero means off.
+func (r *RecoverySpec) NodeLossTimeoutFor(medium StorageMedium) time.Duration {
+	if r != nil && r.NodeLossTimeout != nil {
+		return r.NodeLossTimeout.Duration
+	}
+	if medium == StorageMediumMemory {
+		return DefaultMemoryNodeLossTimeout
+	}
+	return 0
 }
 
 // RecoveryPhase is where an automatic restore after total loss is.
