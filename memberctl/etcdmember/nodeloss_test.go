@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -90,5 +92,49 @@ var _ = Describe("node-loss replacement", func() {
 		h.now = strand(h, "ec-0").Add(time.Hour)
 		h.reconcile("ec-0")
 		Expect(h.removing("ec-0")).To(BeFalse())
+	})
+})
+
+// A PVC member's claim is its data: one that ran and lost its claim is
+// replaced by a new member, never started under its old ID on a new,
+// empty claim.
+var _ = Describe("claim-loss replacement", func() {
+	loseClaim := func(h *harness, name string) {
+		GinkgoHelper()
+		ctx := context.Background()
+		claim := h.member(name).Status.PVCName
+		Expect(claim).NotTo(BeEmpty())
+		h.losePod(name)
+		Expect(k8sClient.Delete(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: claim}})).To(Succeed())
+	}
+	noClaim := func(h *harness, name string) {
+		GinkgoHelper()
+		c := &corev1.PersistentVolumeClaim{}
+		err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: "data-" + name}, c)
+		// envtest has no pvc-protection controller: the deleted claim stays,
+		// terminating; a new one would have no deletion timestamp.
+		Expect(apierrors.IsNotFound(err) || c.DeletionTimestamp != nil).To(BeTrue(), "no new, empty claim under the old member ID: %v", err)
+	}
+
+	It("removes a member that lost its claim, through the gate, without recreating the claim", func() {
+		h := newHarness("", 3)
+		loseClaim(h, "ec-0")
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeTrue())
+		Expect(h.gate.requests).To(HaveLen(1))
+		Expect(h.gate.requests[0].Action).To(Equal(gate.PodLossReplace))
+		Expect(h.events.with("PVCMemberLost")).To(HaveLen(1))
+		noClaim(h, "ec-0")
+		Expect(h.pod("ec-0")).To(BeNil())
+	})
+
+	It("neither removes nor restarts it while quorum depends on it", func() {
+		h := newHarness("", 3)
+		loseClaim(h, "ec-0")
+		h.etcd.SetDown("ec-1", true)
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeFalse())
+		noClaim(h, "ec-0")
+		Expect(h.pod("ec-0")).To(BeNil())
 	})
 })

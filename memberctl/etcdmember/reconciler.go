@@ -109,6 +109,12 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 	case p != nil && pod.IsTerminal(p) && p.DeletionTimestamp == nil:
 		return s.replaceTerminalPod(ctx, p)
 	case p == nil:
+		if lost, err := s.claimLost(ctx); err != nil || lost {
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			return s.replaceClaimLostMember(ctx)
+		}
 		return s.createPod(ctx)
 	}
 	if left, on, err := s.nodeLossLeft(ctx, p); err != nil || (on && left <= 0) {
