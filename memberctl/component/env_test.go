@@ -98,7 +98,7 @@ func (e *Env) Cluster(ctx context.Context, ns, name string) (*v1alpha1.EtcdClust
 	ec := &v1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.EtcdClusterSpec{
-			Version: "3.6.5",
+			Version: "3.6.16",
 			// Go clients always send storage.size; zero would be rejected.
 			Storage: v1alpha1.StorageSpec{Size: resource.MustParse(v1alpha1.DefaultStorageSize)},
 		},
@@ -115,7 +115,7 @@ func (e *Env) Member(ctx context.Context, ns, cluster, name string, mutate ...fu
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.EtcdMemberSpec{
 			ClusterName:    cluster,
-			Version:        "3.6.5",
+			Version:        "3.6.16",
 			Storage:        v1alpha1.StorageSpec{Size: resource.MustParse(v1alpha1.DefaultStorageSize)},
 			InitialCluster: name + "=http://" + name + "." + cluster + "." + ns + ".svc:2380",
 			ClusterToken:   ns + "-" + cluster,

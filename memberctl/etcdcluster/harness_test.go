@@ -47,7 +47,7 @@ func (h *harness) newCluster(replicas int32) *v1alpha1.EtcdCluster {
 		ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
 		Spec: v1alpha1.EtcdClusterSpec{
 			Replicas: ptr.To(replicas),
-			Version:  "3.6.5",
+			Version:  "3.6.16",
 			Storage:  v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
 		},
 	}

@@ -74,8 +74,8 @@ var _ = DescribeTable("availability",
 
 var _ = Describe("decideLock", func() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	spec3 := v1alpha1.EtcdClusterObservedSpec{Replicas: 3, Version: "3.6.5"}
-	spec5 := v1alpha1.EtcdClusterObservedSpec{Replicas: 5, Version: "3.6.5"}
+	spec3 := v1alpha1.EtcdClusterObservedSpec{Replicas: 3, Version: "3.6.16"}
+	spec5 := v1alpha1.EtcdClusterObservedSpec{Replicas: 5, Version: "3.6.16"}
 	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
 
 	DescribeTable("decisions",
@@ -112,7 +112,7 @@ var _ = Describe("decideLock", func() {
 	)
 
 	It("compares quantities semantically", func() {
-		a := v1alpha1.EtcdClusterObservedSpec{Replicas: 1, Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}
+		a := v1alpha1.EtcdClusterObservedSpec{Replicas: 1, Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}
 		b := a.DeepCopy()
 		b.Storage.Size = resource.MustParse("1024Mi")
 		got, _ := decideLock(lockInput{spec: *b, observed: &a, complete: true, latched: true, now: now})
@@ -122,7 +122,7 @@ var _ = Describe("decideLock", func() {
 
 var _ = Describe("snapshotSpec and progressDeadline", func() {
 	It("defaults replicas and copies what members are templated from", func() {
-		s := &v1alpha1.EtcdClusterSpec{Version: "3.6.5", Options: &v1alpha1.EtcdOptions{SnapshotCount: ptr.To(int64(5))}}
+		s := &v1alpha1.EtcdClusterSpec{Version: "3.6.16", Options: &v1alpha1.EtcdOptions{SnapshotCount: ptr.To(int64(5))}}
 		o := snapshotSpec(s)
 		Expect(o.Replicas).To(Equal(v1alpha1.DefaultReplicas))
 		Expect(o.Options).NotTo(BeIdenticalTo(s.Options), "a deep copy")

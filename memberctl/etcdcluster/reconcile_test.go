@@ -37,7 +37,7 @@ var _ = Describe("Reconcile", func() {
 		Expect(seed.Labels).To(Equal(v1alpha1.MemberLabels("ec", seed.Name)))
 		Expect(metav1.IsControlledBy(&seed, cur)).To(BeTrue())
 		Expect(seed.Spec.ClusterToken).To(Equal(fmt.Sprintf("%s-ec-%s", h.ns, cur.UID)))
-		Expect(seed.Spec.Version).To(Equal("3.6.5"))
+		Expect(seed.Spec.Version).To(Equal("3.6.16"))
 		Expect(cur.Status.ClusterToken).To(Equal(seed.Spec.ClusterToken))
 		Expect(cur.Status.Observed.Replicas).To(Equal(int32(3)))
 		Expect(cur.Status.ProgressDeadline).NotTo(BeNil())

@@ -32,7 +32,7 @@ var _ = Describe("restore after total loss", func() {
 	lostMemoryCluster := func(optIn bool) *v1alpha1.EtcdCluster {
 		GinkgoHelper()
 		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
-			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5",
+			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16",
 				Storage: v1alpha1.StorageSpec{Medium: v1alpha1.StorageMediumMemory, Size: resource.MustParse("64Mi")}}}
 		if optIn {
 			ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
@@ -125,7 +125,7 @@ var _ = Describe("restore after total loss", func() {
 
 	It("counts claims in phase Lost as lost only after a grace period, and not once they bind again", func() {
 		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
-			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
 				Recovery: &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}}}
 		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
 		h.etcd.SetRevision(500)

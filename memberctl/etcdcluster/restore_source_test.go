@@ -30,7 +30,7 @@ var _ = Describe("restore by snapshot name", func() {
 		Expect(k8sClient.Status().Update(ctx, snap)).To(Succeed())
 
 		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
-			Spec: v1alpha1.EtcdClusterSpec{Replicas: ptr.To[int32](1), Version: "3.6.5",
+			Spec: v1alpha1.EtcdClusterSpec{Replicas: ptr.To[int32](1), Version: "3.6.16",
 				Storage:   v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
 				Bootstrap: &v1alpha1.BootstrapSpec{Restore: &v1alpha1.RestoreSpec{Source: v1alpha1.RestoreSource{SnapshotName: snap.Name}}}}}
 		Expect(k8sClient.Create(ctx, ec)).To(Succeed())

@@ -51,7 +51,7 @@ func newHarness(medium v1alpha1.StorageMedium, n int) *harness {
 	h.restart()
 	h.ec = &v1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: ns},
-		Spec: v1alpha1.EtcdClusterSpec{Replicas: ptr.To(int32(n)), Version: "3.6.5",
+		Spec: v1alpha1.EtcdClusterSpec{Replicas: ptr.To(int32(n)), Version: "3.6.16",
 			Storage: v1alpha1.StorageSpec{Medium: medium, Size: resource.MustParse("64Mi")}},
 	}
 	Expect(k8sClient.Create(context.Background(), h.ec)).To(Succeed())
@@ -80,7 +80,7 @@ func (h *harness) startMember(name string) {
 	m := &v1alpha1.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Labels: v1alpha1.MemberLabels("ec", name),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(h.ec, v1alpha1.GroupVersion.WithKind("EtcdCluster"))}},
-		Spec: v1alpha1.EtcdMemberSpec{ClusterName: "ec", Version: "3.6.5", Storage: h.ec.Spec.Storage,
+		Spec: v1alpha1.EtcdMemberSpec{ClusterName: "ec", Version: "3.6.16", Storage: h.ec.Spec.Storage,
 			InitialCluster: name + "=http://peer"},
 	}
 	Expect(k8sClient.Create(ctx, m)).To(Succeed())

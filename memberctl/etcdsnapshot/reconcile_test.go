@@ -74,10 +74,10 @@ func readyReason(s *v1alpha1.EtcdSnapshot) string {
 func runningCluster(ctx context.Context, ns string) {
 	GinkgoHelper()
 	Expect(env.Client.Create(ctx, &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main"},
-		Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.5", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}})).To(Succeed())
+		Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}})).To(Succeed())
 	m := &v1alpha1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "main-a",
 		Labels: map[string]string{v1alpha1.LabelCluster: "main"}},
-		Spec: v1alpha1.EtcdMemberSpec{ClusterName: "main", Version: "3.6.5",
+		Spec: v1alpha1.EtcdMemberSpec{ClusterName: "main", Version: "3.6.16",
 			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")}}}
 	Expect(env.Client.Create(ctx, m)).To(Succeed())
 	m.Status.PodName, m.Status.IsVoter = "main-a", true

@@ -18,7 +18,7 @@
 // Status answers for the member whose name is the first label of the
 // endpoint's host (http://<member>.<cluster>.<ns>.svc:2379, as
 // etcd.MemberClientURL builds it), when it is listed and not down; it
-// reports the member's ID, version 3.6.5 and the revision set by
+// reports the member's ID, version 3.6.16 and the revision set by
 // SetRevision. The cluster ID starts as 0xc1a5, member IDs count up
 // from 0x101.
 package fakeetcd
@@ -33,7 +33,7 @@ import (
 )
 
 // Version is the etcd version Status reports.
-const Version = "3.6.5"
+const Version = "3.6.16"
 
 // Etcd is one fake etcd cluster; it implements etcd.Interface. The zero
 // value is not usable: call New.

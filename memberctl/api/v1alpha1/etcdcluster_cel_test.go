@@ -95,7 +95,7 @@ var _ = Describe("EtcdCluster CEL on create", func() {
 		err := createUnstructured(map[string]any{
 			"apiVersion": "etcd.etcdfleet.io/v1alpha1", "kind": "EtcdCluster",
 			"metadata": map[string]any{"name": uniqueName("ec-int"), "namespace": ns},
-			"spec": map[string]any{"version": "3.6.5",
+			"spec": map[string]any{"version": "3.6.16",
 				"storage": map[string]any{"medium": "Memory", "size": int64(0)}},
 		})
 		expectInvalid(err, msgMemorySize)
@@ -163,7 +163,7 @@ var _ = Describe("EtcdCluster CEL on update", func() {
 		Expect(createUnstructured(map[string]any{
 			"apiVersion": "etcd.etcdfleet.io/v1alpha1", "kind": "EtcdCluster",
 			"metadata": map[string]any{"name": name, "namespace": ns},
-			"spec": map[string]any{"version": "3.6.5",
+			"spec": map[string]any{"version": "3.6.16",
 				"storage": map[string]any{"size": int64(2 << 30)}},
 		})).To(Succeed())
 		ref := &v1alpha1.EtcdCluster{}

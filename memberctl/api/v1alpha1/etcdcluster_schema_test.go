@@ -25,7 +25,7 @@ var _ = Describe("EtcdCluster defaults", func() {
 		Expect(createUnstructured(map[string]any{
 			"apiVersion": "etcd.etcdfleet.io/v1alpha1", "kind": "EtcdCluster",
 			"metadata": map[string]any{"name": name, "namespace": ns},
-			"spec":     map[string]any{"version": "3.6.5"},
+			"spec":     map[string]any{"version": "3.6.16"},
 		})).To(Succeed())
 
 		ec := &v1alpha1.EtcdCluster{}
@@ -46,7 +46,7 @@ var _ = Describe("EtcdCluster defaults", func() {
 		Expect(createUnstructured(map[string]any{
 			"apiVersion": "etcd.etcdfleet.io/v1alpha1", "kind": "EtcdCluster",
 			"metadata": map[string]any{"name": name, "namespace": ns},
-			"spec":     map[string]any{"version": "3.6.5", "storage": map[string]any{"size": "2Gi"}},
+			"spec":     map[string]any{"version": "3.6.16", "storage": map[string]any{"size": "2Gi"}},
 		})).To(Succeed())
 		raw, err := clientset.Discovery().RESTClient().Get().
 			AbsPath("/apis/etcd.etcdfleet.io/v1alpha1/namespaces", ns, "etcdclusters", name).DoRaw(ctx)
@@ -67,14 +67,14 @@ var _ = Describe("EtcdCluster schema", func() {
 		func(mutate func(*v1alpha1.EtcdCluster), msg string) {
 			expectInvalid(k8sClient.Create(ctx, newCluster(mutate)), msg)
 		},
-		Entry("a version with a v", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "v3.6.5" },
-			`spec.version: Unsupported value: "v3.6.5"`),
+		Entry("a version with a v", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "v3.6.16" },
+			`spec.version: Unsupported value: "v3.6.16"`),
 		Entry("a two-part version", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "3.6" },
 			`spec.version: Unsupported value: "3.6"`),
 		// Old etcd images ship /bin/sh: the admission policy refuses them,
 		// so the cluster is refused here, where the user sees why.
 		Entry("an old version", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "3.4.13" },
-			`spec.version: Unsupported value: "3.4.13": supported values: "3.6.5", "3.7.3"`),
+			`spec.version: Unsupported value: "3.4.13": supported values: "3.6.14", "3.6.15", "3.6.16", "3.7.1", "3.7.2", "3.7.3"`),
 		Entry("a patch release etcdfleet does not list", func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = "3.6.4" },
 			`spec.version: Unsupported value: "3.6.4"`),
 		Entry("negative replicas", replicas(-1),
@@ -169,7 +169,7 @@ var _ = Describe("EtcdCluster scale subresource and printer columns", func() {
 
 		row := tableRow("/apis/etcd.etcdfleet.io/v1alpha1/namespaces/" + ns + "/etcdclusters/" + ec.Name)
 		Expect(row).To(HaveKeyWithValue("Name", ec.Name))
-		Expect(row).To(HaveKeyWithValue("Version", "3.6.5"))
+		Expect(row).To(HaveKeyWithValue("Version", "3.6.16"))
 		Expect(row).To(HaveKeyWithValue("Replicas", BeNumerically("==", 5)))
 		Expect(row).To(HaveKeyWithValue("Ready", BeNumerically("==", 4)))
 		Expect(row).To(HaveKeyWithValue("Available", "True"))

@@ -130,7 +130,7 @@ type EtcdClusterSpec struct {
 	// version of etcd: one etcdfleet supports, e.g. "3.7.3". The workload
 	// admission policy admits etcd's images at these tags only.
 	// +required
-	// +kubebuilder:validation:Enum="3.6.5";"3.7.3"
+	// +kubebuilder:validation:Enum="3.6.14";"3.6.15";"3.6.16";"3.7.1";"3.7.2";"3.7.3"
 	Version string `json:"version"`
 
 	// storage of each member.

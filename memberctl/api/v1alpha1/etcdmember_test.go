@@ -24,7 +24,7 @@ func newMember(mutate ...func(*v1alpha1.EtcdMember)) *v1alpha1.EtcdMember {
 		ObjectMeta: metav1.ObjectMeta{Name: uniqueName("em"), Namespace: ns},
 		Spec: v1alpha1.EtcdMemberSpec{
 			ClusterName:  "example",
-			Version:      "3.6.5",
+			Version:      "3.6.16",
 			Storage:      v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
 			ClusterToken: ns + "-example-uid",
 		},
@@ -66,7 +66,7 @@ var _ = Describe("EtcdMember", func() {
 		Expect(createUnstructured(map[string]any{
 			"apiVersion": "etcd.etcdfleet.io/v1alpha1", "kind": "EtcdMember",
 			"metadata": map[string]any{"name": name, "namespace": ns},
-			"spec":     map[string]any{"clusterName": "example", "version": "3.6.5"},
+			"spec":     map[string]any{"clusterName": "example", "version": "3.6.16"},
 		})).To(Succeed())
 		em := &v1alpha1.EtcdMember{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, em)).To(Succeed())
@@ -110,7 +110,7 @@ var _ = Describe("EtcdMember", func() {
 		later := metav1.NewTime(now.Add(time.Minute))
 		em.Status = v1alpha1.EtcdMemberStatus{
 			MemberID: "8e9e05c52164694d", PodName: em.Name, PodUID: "pod-uid-2", PVCName: "data-" + em.Name,
-			IsVoter: true, Version: "3.6.5", ObservedGeneration: em.Generation,
+			IsVoter: true, Version: "3.6.16", ObservedGeneration: em.Generation,
 			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 				Reason: v1alpha1.ReasonPodReplacing, Message: "pod phase: Failed", LastTransitionTime: now}},
 			Replacement: &v1alpha1.ReplacementStatus{
@@ -129,7 +129,7 @@ var _ = Describe("EtcdMember", func() {
 
 		row := tableRow("/apis/etcd.etcdfleet.io/v1alpha1/namespaces/" + ns + "/etcdmembers/" + em.Name)
 		Expect(row).To(HaveKeyWithValue("Cluster", "example"))
-		Expect(row).To(HaveKeyWithValue("Version", "3.6.5"))
+		Expect(row).To(HaveKeyWithValue("Version", "3.6.16"))
 		Expect(row).To(HaveKeyWithValue("Member ID", "8e9e05c52164694d"))
 		Expect(row).To(HaveKeyWithValue("Voter", true))
 		Expect(row).To(HaveKeyWithValue("Ready", "False"))

@@ -74,7 +74,7 @@ func newCluster(mutate ...func(*v1alpha1.EtcdCluster)) *v1alpha1.EtcdCluster {
 	ec := &v1alpha1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: uniqueName("ec"), Namespace: ns},
 		Spec: v1alpha1.EtcdClusterSpec{
-			Version: "3.6.5",
+			Version: "3.6.16",
 			Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
 		},
 	}

@@ -14,7 +14,12 @@ package v1alpha1
 // EtcdClusterSpec.Version, then run `make manifests`. Drop one only after a
 // release that offered its successor: a workload cluster still running it
 // could no longer replace a member.
+//
+// The floor is the fix of CVE-2026-73500 (TLS clients that never send a
+// ClientHello leak server goroutines without bound): 3.6.14 and 3.7.1.
+// Every later patch release served on the day is listed; 3.6.11+ is also
+// what etcd requires before an upgrade to 3.7.
 var SupportedVersions = []string{
-	"3.6.5", // the unit tests' and docs' version
-	"3.7.3", // the sandbox's (Makefile ETCD_VERSION) and the samples'
+	"3.6.14", "3.6.15", "3.6.16",
+	"3.7.1", "3.7.2", "3.7.3", // 3.7.3: the sandbox's (Makefile ETCD_VERSION) and the samples'
 }

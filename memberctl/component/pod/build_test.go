@@ -19,7 +19,7 @@ func newMember(mutate ...func(*v1alpha1.EtcdMember)) *v1alpha1.EtcdMember {
 	m.Name, m.Namespace = "m1", "ns1"
 	m.Spec = v1alpha1.EtcdMemberSpec{
 		ClusterName:    "c1",
-		Version:        "3.6.5",
+		Version:        "3.6.16",
 		Storage:        v1alpha1.StorageSpec{Size: resource.MustParse("2Gi")},
 		InitialCluster: "m0=http://m0.c1.ns1.svc:2380,m1=http://m1.c1.ns1.svc:2380",
 		ClusterToken:   "ns1-c1-uid",
@@ -111,11 +111,11 @@ func TestBaseFlagsAndImage(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("unexpected extra flags: %v", got)
 	}
-	if img := etcdContainer(t, p).Image; img != "quay.io/coreos/etcd:v3.6.5" {
+	if img := etcdContainer(t, p).Image; img != "quay.io/coreos/etcd:v3.6.16" {
 		t.Errorf("image %q", img)
 	}
 	p = Build(m, BuildOptions{ImageRepository: "registry.example/etcd"})
-	if img := etcdContainer(t, p).Image; img != "registry.example/etcd:v3.6.5" {
+	if img := etcdContainer(t, p).Image; img != "registry.example/etcd:v3.6.16" {
 		t.Errorf("image with repository option: %q", img)
 	}
 }
