@@ -98,8 +98,11 @@ func workloadRules() []rbacv1.PolicyRule {
 
 // identityPerms are those of the identity ClusterRole, bound cluster-wide
 // in both modes: the provider reads the kube-system Namespace to identify
-// the cluster (kubeconfigsecret.KubeSystemUID).
-var identityPerms = []perm{{resource: "namespaces", verb: "get", name: "kube-system"}}
+// the cluster (kubeconfigsecret.KubeSystemUID), and lists EtcdClusters to
+// show namespaces a namespaced registration does not grant
+// (workload.UnwatchedNamespaces).
+var identityPerms = []perm{{resource: "namespaces", verb: "get", name: "kube-system"},
+	{group: "etcd.etcdfleet.io", resource: "etcdclusters", verb: "list"}}
 
 const identityRole = "etcdfleet-workload-identity"
 

@@ -252,6 +252,9 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 		Identify: kubeconfigsecret.KubeSystemUID, IdentityAnnotation: fleetv1.ClusterIDAnnotation,
 		OnChange: onChange,
 		Prepare:  prepare(c),
+		// A namespaced registration shows the namespaces it does not grant
+		// that hold EtcdClusters, which nothing would reconcile.
+		Unwatched: workload.UnwatchedNamespaces,
 	}
 }
 
@@ -374,7 +377,8 @@ func clusterInfo(s kubeconfigsecret.ClusterState) dashboard.ClusterInfo {
 		LastProbeTime: s.LastProbeTime, Paused: s.Paused,
 		ClusterID: s.ClusterID, Duplicate: s.Reason == kubeconfigsecret.ReasonDuplicateCluster, MissingRights: missing,
 		Unconstrained: s.Unconstrained, OverPrivileged: s.OverPrivileged, ConstraintKnown: s.ConstraintChecked,
-		TokenIssuedAt: s.Token.IssuedAt, TokenExpiresAt: s.Token.ExpiresAt}
+		UnwatchedNamespaces: s.UnwatchedNamespaces,
+		TokenIssuedAt:       s.Token.IssuedAt, TokenExpiresAt: s.Token.ExpiresAt}
 }
 
 // EtcdObjects implements dashboard.Source, from the cluster's cache.

@@ -107,6 +107,7 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 
 	setAuthorized(set, info)
 	setConstrained(set, info)
+	setNamespacesGranted(set, info)
 	readyReason, readyMsg := fleetv1.ReasonHealthy, counts
 	switch {
 	case info.Duplicate:
@@ -183,6 +184,19 @@ func setConstrained(set func(typ string, ok bool, reason, msg string), info Clus
 		set(fleetv1.ConditionConstrained, true, fleetv1.ReasonConstrained,
 			"admission refuses what the credentials must not write, and they hold no right beyond the expected ones")
 	}
+}
+
+// setNamespacesGranted says whether EtcdClusters wait in namespaces that a
+// namespaced registration does not grant.
+func setNamespacesGranted(set func(typ string, ok bool, reason, msg string), info ClusterInfo) {
+	if info.UnwatchedNamespaces != "" {
+		set(fleetv1.ConditionNamespacesGranted, false, fleetv1.ReasonNamespacesNotGranted,
+			"namespaces "+info.UnwatchedNamespaces+" hold EtcdClusters that nothing reconciles: the registration does not grant them "+
+				"(etcdfleetctl register --namespaces, or bind the workload role there)")
+		return
+	}
+	set(fleetv1.ConditionNamespacesGranted, true, fleetv1.ReasonNamespacesGranted,
+		"every namespace that holds EtcdClusters is granted, as far as the credential can see")
 }
 
 // worstState names the worst EtcdCluster, as " (worst: ns/name, Reason)".

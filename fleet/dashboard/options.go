@@ -50,6 +50,9 @@ type ClusterInfo struct {
 	OverPrivileged string
 	// ConstraintKnown is true once a constraint check answered.
 	ConstraintKnown bool
+	// UnwatchedNamespaces lists, ", "-separated, the namespaces outside a
+	// namespaced registration that hold EtcdClusters.
+	UnwatchedNamespaces string
 	// TokenIssuedAt and TokenExpiresAt bound the registration token's
 	// lifetime as its claims state it; zero when unknown.
 	TokenIssuedAt, TokenExpiresAt time.Time

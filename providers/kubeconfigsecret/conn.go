@@ -261,6 +261,7 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 	if f := c.claimIdentity(actx, cfg, red); f != nil {
 		return nil, f
 	}
+	c.checkUnwatched(actx, cfg, spec.namespaces)
 	cacheHC, err := cacheHTTPClient(ccfg)
 	if err != nil {
 		return nil, classify(err, "cache client", red)
@@ -366,6 +367,9 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 					st.ConsecutiveFailures++
 				})
 				return disconnected
+			}
+			if full {
+				c.checkUnwatched(actx, s.rights.cfg, s.rights.namespaces)
 			}
 			if owner := c.outrankedBy(actx); owner != "" {
 				c.log.Info("Another Secret owns this cluster now; reconnecting to be refused", "owner", owner)

@@ -16,6 +16,7 @@ const (
 	MetricRightsMissing  = "etcdfleet_kubeconfigsecret_cluster_rights_missing"
 	MetricUnconstrained  = "etcdfleet_kubeconfigsecret_cluster_unconstrained"
 	MetricOverPrivileged = "etcdfleet_kubeconfigsecret_cluster_over_privileged"
+	MetricUnwatched      = "etcdfleet_kubeconfigsecret_cluster_namespaces_not_granted"
 )
 
 var (
@@ -45,10 +46,18 @@ var (
 		Name: MetricOverPrivileged,
 		Help: "Permissions a workload cluster's credentials hold that they must not (Options.ForbiddenChecks), at the last check, by Secret namespace and cluster.",
 	}, []string{"namespace", "cluster"})
+	unwatched = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricUnwatched,
+		Help: "Namespaces of a workload cluster that hold objects to manage but that its namespaced registration does not grant (Options.Unwatched), at the last look, by Secret namespace and cluster.",
+	}, []string{"namespace", "cluster"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(engageDuration, probeDuration, clustersGauge, rightsMissing, unconstrained, overPrivileged)
+	metrics.Registry.MustRegister(engageDuration, probeDuration, clustersGauge, rightsMissing, unconstrained, overPrivileged, unwatched)
+}
+
+func setUnwatched(namespace, cluster string, n int) {
+	unwatched.WithLabelValues(namespace, cluster).Set(float64(n))
 }
 
 // setClusterCounts publishes the counts of one provider's clusters by

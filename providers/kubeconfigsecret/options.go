@@ -211,6 +211,15 @@ type Options struct {
 	// pre-flight, which is retried. Nil: what this process has seen.
 	RecordedClaims func(ctx context.Context, id string) ([]string, error)
 
+	// Unwatched, if set, returns for a namespaced registration the other
+	// namespaces of the cluster that hold objects the controllers would
+	// manage (cfg is the cluster's, namespaces the granted ones). Asked
+	// after pre-flight and at every full rights check; the answer is
+	// ClusterState.UnwatchedNamespaces, with a Warning Event when new ones
+	// appear. An error (Forbidden: the credential may not look) reports
+	// nothing and fails nothing.
+	Unwatched func(ctx context.Context, cfg *rest.Config, namespaces []string) ([]string, error)
+
 	// Prepare, if set, runs before pre-flight with the cluster's config,
 	// bounded by PreflightTimeout; an error is reported like a pre-flight
 	// failure and retried. The manager uses it to install the workload CRDs

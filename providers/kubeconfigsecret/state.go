@@ -57,6 +57,11 @@ type ClusterState struct {
 	OverPrivileged string
 	// ConstraintChecked is true once a constraint check answered.
 	ConstraintChecked bool
+	// UnwatchedNamespaces are the namespaces outside a namespaced
+	// registration that hold objects to manage (Options.Unwatched), sorted
+	// and ", "-separated (a string keeps ClusterState comparable), at the
+	// last look.
+	UnwatchedNamespaces string
 }
 
 // Reasons of ClusterState.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -79,6 +80,7 @@ var testOptions = kubeconfigsecret.Options{
 	Backoff:              wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Cap: 2 * time.Second},
 	ClusterOptions:       []cluster.Option{func(o *cluster.Options) { o.Cache.ByObject = operator.CacheByObject() }},
 	OnChange:             hist.record,
+	Unwatched:            workload.UnwatchedNamespaces,
 }
 
 // accessChecks are memberctl's permissions in the provider's type, as the

@@ -32,6 +32,11 @@ const (
 	// cluster is not engaged, unless the manager allows it) or
 	// OverPrivileged. Last known while the cluster is not connected.
 	ConditionConstrained = "Constrained"
+	// ConditionNamespacesGranted (FleetCluster only) is False, reason
+	// NamespacesNotGranted, while namespaces outside a namespaced
+	// registration hold EtcdClusters, which nothing reconciles: the message
+	// lists them. True otherwise, as far as the credential can see.
+	ConditionNamespacesGranted = "NamespacesGranted"
 	// ConditionCredentialsExpiring (FleetCluster only) is True when less than
 	// a fifth of the registration token's lifetime is left, or it expired;
 	// absent when the token states no lifetime (JWT iat or nbf, and exp).
@@ -75,6 +80,10 @@ const (
 	// ReasonOverPrivileged (Constrained=False): the credentials hold
 	// rights beyond the expected ones, listed in the message.
 	ReasonOverPrivileged = "OverPrivileged"
+	// ReasonNamespacesNotGranted (NamespacesGranted=False).
+	ReasonNamespacesNotGranted = "NamespacesNotGranted"
+	// ReasonNamespacesGranted (NamespacesGranted=True).
+	ReasonNamespacesGranted = "NamespacesGranted"
 	// ReasonConstrained (Constrained=True).
 	ReasonConstrained = "Constrained"
 )
