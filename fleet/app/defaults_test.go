@@ -28,6 +28,13 @@ func TestDefaultSettingsAreThePartsDefaults(t *testing.T) {
 		t.Errorf("snapshot slots %d at %v/min; want %d and %v", so.MaxConcurrent, so.StartsPerMinute,
 			limiter.DefaultMaxConcurrentSnapshots, limiter.DefaultSnapshotStartsPerMinute)
 	}
+	// The per-cluster and per-namespace caps have no setting on purpose:
+	// the manager runs the limiter's defaults.
+	if st := limiter.NewSlots(slotOptions(c, nil)).Stats(); st.MaxPerCluster != limiter.DefaultMaxSnapshotsPerCluster ||
+		st.MaxPerNamespace != limiter.DefaultMaxSnapshotsPerNamespace {
+		t.Errorf("snapshot caps %d per cluster, %d per namespace; want %d and %d", st.MaxPerCluster, st.MaxPerNamespace,
+			limiter.DefaultMaxSnapshotsPerCluster, limiter.DefaultMaxSnapshotsPerNamespace)
+	}
 	if do := dashboardOptions(c); do.MinInterval != dashboard.DefaultMinInterval || do.Resync != dashboard.DefaultResync {
 		t.Errorf("dashboard min interval %s resync %s; want %s and %s", do.MinInterval, do.Resync,
 			dashboard.DefaultMinInterval, dashboard.DefaultResync)

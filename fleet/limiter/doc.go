@@ -137,7 +137,15 @@
 // spaces their starts (StartsPerMinute, default 6: a rate.Limiter with a
 // bucket of one, so starts never come in a burst), so that a thousand
 // clusters whose schedules fire at midnight start one by one and at most
-// four stream to object storage together.
+// four stream to object storage together. It also caps the snapshots
+// running at once per workload cluster (MaxPerCluster, default 1) and per
+// namespace within one (MaxPerNamespace, default 1; it binds only once
+// MaxPerCluster is raised). A slot is held until the Job ends, up to its
+// 30-minute deadline, so without the caps one cluster with a slow or
+// tarpit object store would take a slot at each of its turns and keep it,
+// until it held every slot and the rest of the fleet fell behind; with
+// them it holds one, and the others keep the remaining slots and their
+// schedules.
 //
 //	slots := limiter.NewSlots(limiter.SlotOptions{MaxConcurrent: 4, StartsPerMinute: 6})
 //	_ = slots.RegisterMetrics(metrics.Registry)
@@ -151,6 +159,18 @@
 // round-robin across workload clusters, so a cluster with many due
 // snapshots does not hold the others back, and a granted slot is kept for
 // its snapshot until it asks again (GrantTTL), as tokens are.
+//
+// A snapshot whose cluster or namespace is at its cap waits in the queue
+// like any other, but the grant passes over it (fairQueue.popEligible) to
+// the next cluster in the round-robin order, so it never blocks other
+// clusters' grants. Its cluster keeps its place in the ring, not having
+// been served, and is first in line once its running snapshot ends or its
+// slot expires; nothing is ever halted, since every slot that keeps a cap
+// full is released or expires. An unclaimed grant counts against the caps
+// as a held slot does, or a cluster could be granted twice before it
+// claimed once. The grant looks at each waiting snapshot in the worst
+// case, and only when a slot and a start are free. Hold counts beyond the
+// caps as it does beyond the limit.
 //
 // A slot is held from Acquire's grant until Release, which the snapshot
 // reconciler calls at a terminal phase or when the EtcdSnapshot is gone.
@@ -179,11 +199,18 @@
 // counted by both until the old owner's slot expires, which only lowers
 // the concurrency. Alternatives were the same as for the Limiter (a slot
 // service on the leader, slots in a Lease) and were rejected for the same
-// reasons.
+// reasons. The caps take no share: one replica owns a workload cluster at
+// a time, and a new owner Holds the cluster's running snapshots as it
+// reconciles them, so they count against its cap there (before that, as
+// for the limit, one more may start).
 //
 // Metrics: etcdfleet_snapshot_starts_running and
-// etcdfleet_snapshot_starts_waiting (gauges read at scrape time) and
-// etcdfleet_snapshot_start_wait_seconds (a histogram of waits).
+// etcdfleet_snapshot_starts_waiting (gauges read at scrape time; waiting
+// has a reason label, SlotWaitReason: FleetLimit, ClusterCap or
+// NamespaceCap) and etcdfleet_snapshot_start_wait_seconds (a histogram of
+// waits). The caller's Decision carries no reason (gate.Decision has only
+// Delay), so the snapshot's WaitingForSlot condition stays generic and
+// the gauge tells which limit holds snapshots back.
 //
 // # Trade-offs
 //

@@ -129,26 +129,61 @@ func (q *fairQueue) push(e *entry) {
 // pop removes and returns the next request in fairness order, or nil.
 func (q *fairQueue) pop() *entry {
 	for c := urgent; c < numClasses; c++ {
-		if q.size[c] == 0 {
-			continue
+		if q.size[c] > 0 {
+			return q.take(c, 0, 0)
 		}
-		cq := q.rings[c][0]
-		q.rings[c] = q.rings[c][1:]
-		e := cq.fifo[c][0]
-		cq.fifo[c][0] = nil // let the entry be collected once claimed
-		cq.fifo[c] = cq.fifo[c][1:]
-		q.size[c]--
-		q.pops++
-		q.served[cq.name] = q.pops
-		if len(cq.fifo[c]) > 0 {
-			q.rings[c] = append(q.rings[c], cq) // most recently served: last
-		} else {
-			cq.inRing[c] = false
-			q.forgetIfEmpty(cq)
-		}
-		return e
 	}
 	return nil
+}
+
+// popEligible is pop for requests that may be refused for now: it returns
+// the first request in fairness order whose cluster clusterOK accepts and
+// which ok accepts, or nil. A cluster passed over keeps its place in the
+// ring: it was not served, so it is first in line once it may be again.
+// It costs a look at each waiting request in the worst case, which Slots
+// pays only when a slot is free to grant.
+func (q *fairQueue) popEligible(clusterOK func(string) bool, ok func(*entry) bool) *entry {
+	for c := urgent; c < numClasses; c++ {
+		for j, cq := range q.rings[c] {
+			if !clusterOK(cq.name) {
+				continue
+			}
+			if i := slices.IndexFunc(cq.fifo[c], ok); i >= 0 {
+				return q.take(c, j, i)
+			}
+		}
+	}
+	return nil
+}
+
+// take removes the i-th request of the j-th cluster in class c's ring and
+// counts that cluster served: it goes to the back of the ring, the most
+// recently served, or leaves it with nothing more waiting. Taking the
+// front (pop) stays O(1).
+func (q *fairQueue) take(c class, j, i int) *entry {
+	cq := q.rings[c][j]
+	if j == 0 {
+		q.rings[c] = q.rings[c][1:]
+	} else {
+		q.rings[c] = slices.Delete(q.rings[c], j, j+1)
+	}
+	e := cq.fifo[c][i]
+	if i == 0 {
+		cq.fifo[c][0] = nil // let the entry be collected once claimed
+		cq.fifo[c] = cq.fifo[c][1:]
+	} else {
+		cq.fifo[c] = slices.Delete(cq.fifo[c], i, i+1)
+	}
+	q.size[c]--
+	q.pops++
+	q.served[cq.name] = q.pops
+	if len(cq.fifo[c]) > 0 {
+		q.rings[c] = append(q.rings[c], cq)
+	} else {
+		cq.inRing[c] = false
+		q.forgetIfEmpty(cq)
+	}
+	return e
 }
 
 // remove takes e out of the queue wherever it is; false if it was not queued.

@@ -14,9 +14,10 @@ import (
 var _ gate.Slots = (*Slots)(nil)
 
 // Slots is the snapshot class of the limiter: a fleet-wide gate.Slots that
-// bounds how many snapshots run at once and spaces their starts, handing
-// free slots out round-robin across workload clusters. It shares nothing
-// with a Limiter, so snapshots never take a replacement's token.
+// bounds how many snapshots run at once, in the fleet, per workload
+// cluster and per namespace, and spaces their starts, handing free slots
+// out round-robin across workload clusters. It shares nothing with a
+// Limiter, so snapshots never take a replacement's token.
 type Slots struct {
 	opts    SlotOptions
 	metrics *slotMetrics
@@ -35,6 +36,9 @@ type Slots struct {
 	unclaimed int
 	// held are the running snapshots' slots, with when each frees itself.
 	held map[key]time.Time
+	// use counts held and unclaimed slots per cluster and namespace, for
+	// MaxPerCluster and MaxPerNamespace.
+	use slotUse
 }
 
 // NewSlots returns Slots with opts, zero fields defaulted. The spacing
@@ -50,6 +54,7 @@ func NewSlots(opts SlotOptions) *Slots {
 		queue:   newFairQueue(),
 		entries: map[key]*entry{},
 		held:    map[key]time.Time{},
+		use:     newSlotUse(),
 	}
 	now := s.nowLocked()
 	s.spacing.ReserveN(now, 1)
@@ -86,7 +91,7 @@ func (s *Slots) acquireLocked(k key, sl gate.Slot) (gate.Decision, []gate.Reques
 	now := s.nowLocked()
 	s.sweepLocked(now)
 	if _, ok := s.held[k]; ok {
-		s.held[k] = sl.Expires
+		s.holdLocked(k, sl.Expires)
 		return gate.Decision{Cancel: s.releaser(k)}, nil
 	}
 	e, known := s.entries[k]
@@ -102,13 +107,13 @@ func (s *Slots) acquireLocked(k key, sl gate.Slot) (gate.Decision, []gate.Reques
 	}
 	delete(s.entries, k)
 	s.unclaimed--
-	s.held[k] = sl.Expires
+	s.held[k] = sl.Expires // counted in s.use since its grant
 	s.metrics.start(now.Sub(e.firstAsk))
 	return gate.Decision{Cancel: s.releaser(k)}, woken
 }
 
 // Hold implements gate.Slots: a running snapshot's slot counts even beyond
-// the limit, and is no longer queued.
+// the limits and caps, and is no longer queued.
 func (s *Slots) Hold(sl gate.Slot) {
 	k := slotKey(sl)
 	s.mu.Lock()
@@ -120,7 +125,7 @@ func (s *Slots) Hold(sl gate.Slot) {
 	if !sl.Expires.After(now) {
 		return // past its Job's deadline: it cannot be running any more
 	}
-	s.held[k] = sl.Expires
+	s.holdLocked(k, sl.Expires)
 }
 
 // Release implements gate.Slots.
@@ -131,7 +136,7 @@ func (s *Slots) releaser(k key) func() {
 	return func() {
 		s.mu.Lock()
 		now := s.nowLocked()
-		delete(s.held, k)
+		s.unholdLocked(k)
 		if e, ok := s.entries[k]; ok {
 			s.dropLocked(k, e)
 		}
@@ -177,15 +182,21 @@ func (s *Slots) SetShare(owned, total int) {
 }
 
 // grantLocked grants free slots to queued snapshots in fairness order, as
-// far as the concurrency limit and the spacing allow. It returns those to
-// wake: every one granted but self, whose caller is told directly.
+// far as the concurrency limit and the spacing allow, passing over those
+// whose cluster or namespace is at its cap: they keep their turn, and
+// the next cluster's snapshot takes the slot. It returns those to wake:
+// every one granted but self, whose caller is told directly.
 func (s *Slots) grantLocked(now time.Time, self key) []gate.Request {
 	var woken []gate.Request
 	for s.queue.len() > 0 && len(s.held)+s.unclaimed < s.max && s.spacing.TokensAt(now) >= 1 {
+		e := s.queue.popEligible(s.clusterFreeLocked, s.eligibleLocked)
+		if e == nil {
+			break // every waiting snapshot's cluster or namespace is at its cap
+		}
 		s.spacing.ReserveN(now, 1)
-		e := s.queue.pop()
 		e.granted, e.grantedAt = true, now
 		s.unclaimed++
+		s.use.add(slotKeyOf(e.req), 1)
 		if slotKeyOf(e.req) != self {
 			woken = append(woken, e.req)
 		}
@@ -205,11 +216,11 @@ func (s *Slots) notify(reqs []gate.Request) {
 
 // delayLocked estimates when queued e is granted: once the spacing has
 // let the snapshots ahead of it start, if slots are free for them all;
-// otherwise nobody knows when a running snapshot ends, and e re-asks
-// after MaxDelay.
+// otherwise, or while its cluster or namespace is at its cap, nobody
+// knows when a running snapshot ends, and e re-asks after MaxDelay.
 func (s *Slots) delayLocked(e *entry, now time.Time) time.Duration {
 	n := s.queue.ahead(e) + 1
-	if len(s.held)+s.unclaimed+n > s.max {
+	if len(s.held)+s.unclaimed+n > s.max || !s.eligibleLocked(e) {
 		return s.opts.MaxDelay
 	}
 	need := float64(n) - s.spacing.TokensAt(now)
@@ -226,7 +237,7 @@ func (s *Slots) sweepLocked(now time.Time) {
 	s.lastSweep = now
 	for k, exp := range s.held {
 		if !now.Before(exp) {
-			delete(s.held, k)
+			s.unholdLocked(k)
 		}
 	}
 	for k, e := range s.entries {
@@ -241,6 +252,7 @@ func (s *Slots) dropLocked(k key, e *entry) {
 	delete(s.entries, k)
 	if e.granted {
 		s.unclaimed--
+		s.use.add(k, -1)
 		return
 	}
 	s.queue.remove(e)
@@ -251,11 +263,14 @@ func (s *Slots) nowLocked() time.Time { return s.clock.read(s.opts.Now) }
 
 // SlotStats is a point-in-time view of Slots.
 type SlotStats struct {
-	// MaxConcurrent is the concurrency in force (this replica's share).
-	MaxConcurrent int
+	// MaxConcurrent is the concurrency in force (this replica's share);
+	// MaxPerCluster and MaxPerNamespace the caps.
+	MaxConcurrent, MaxPerCluster, MaxPerNamespace int
 	// Running counts held slots (running snapshots); Waiting the queued
 	// snapshots, Unclaimed the granted ones not yet started.
 	Running, Waiting, Unclaimed int
+	// WaitingFor splits Waiting by why each snapshot waits.
+	WaitingFor map[SlotWaitReason]int
 }
 
 // Stats returns the current SlotStats.
@@ -263,5 +278,6 @@ func (s *Slots) Stats() SlotStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweepLocked(s.nowLocked())
-	return SlotStats{MaxConcurrent: s.max, Running: len(s.held), Waiting: s.queue.len(), Unclaimed: s.unclaimed}
+	return SlotStats{MaxConcurrent: s.max, MaxPerCluster: s.opts.MaxPerCluster, MaxPerNamespace: s.opts.MaxPerNamespace,
+		Running: len(s.held), Waiting: s.queue.len(), Unclaimed: s.unclaimed, WaitingFor: s.waitingLocked()}
 }

@@ -17,6 +17,21 @@ const (
 	// clusters whose schedules all fire at midnight start one by one rather
 	// than in the same second, even while slots are free.
 	DefaultSnapshotStartsPerMinute = 6
+	// DefaultMaxSnapshotsPerCluster lets one snapshot per workload cluster
+	// hold a slot at a time. A slot is held until the Job ends, up to its
+	// 30-minute deadline, so without a cap one cluster whose object store
+	// is slow or a tarpit could take every fleet-wide slot, round after
+	// round, while all the other clusters fall behind their schedules;
+	// with it, such a cluster holds one slot and the rest of the fleet
+	// keeps the others. A cluster's own snapshots then run one after
+	// another, which its schedules allow: each takes minutes, not hours.
+	DefaultMaxSnapshotsPerCluster = 1
+	// DefaultMaxSnapshotsPerNamespace does the same within a workload
+	// cluster, for when MaxPerCluster is raised: a namespace names its own
+	// endpoint and credentials, so one tenant's tarpit cannot take its
+	// whole cluster's share either. At the defaults the cluster cap is
+	// the tighter one.
+	DefaultMaxSnapshotsPerNamespace = 1
 	// DefaultSlotMaxDelay caps a waiting snapshot's Delay. OnGrant wakes it
 	// when its slot comes, so the cap only bounds how stale its estimate
 	// gets; a thousand waiting snapshots re-ask 70 times a second at most.
@@ -34,6 +49,12 @@ type SlotOptions struct {
 	// StartsPerMinute is how many snapshots may start per minute,
 	// fleet-wide; starts are spaced evenly (a bucket of one).
 	StartsPerMinute float64
+	// MaxPerCluster is how many snapshots one workload cluster may run at
+	// once, and MaxPerNamespace how many one namespace in it may. A
+	// snapshot over either cap waits, without holding up other clusters'
+	// or namespaces' snapshots behind it.
+	MaxPerCluster   int
+	MaxPerNamespace int
 	// Now returns the current time; tests inject a fake clock.
 	Now func() time.Time
 	// OnGrant is called, without locks held, for each snapshot granted a
@@ -57,6 +78,12 @@ func (o SlotOptions) withDefaults() SlotOptions {
 	}
 	if o.StartsPerMinute <= 0 {
 		o.StartsPerMinute = DefaultSnapshotStartsPerMinute
+	}
+	if o.MaxPerCluster <= 0 {
+		o.MaxPerCluster = DefaultMaxSnapshotsPerCluster
+	}
+	if o.MaxPerNamespace <= 0 {
+		o.MaxPerNamespace = DefaultMaxSnapshotsPerNamespace
 	}
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = DefaultSlotMaxDelay
