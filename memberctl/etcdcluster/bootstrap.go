@@ -99,7 +99,7 @@ func (p *pass) tryLatch() {
 	p.recordRestore(seed)
 	if c := apimeta.FindStatusCondition(p.ec.Status.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Reason == v1alpha1.ReasonWaitingForSeed {
 		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonWaitingForSeed,
-			fmt.Sprintf("the seed member %s formed the cluster; growing to %s", seed.Name, goal(p.ec.Status.Observed)))
+			fmt.Sprintf("the seed member %s formed the cluster; growing to %s", seed.Name, p.goal(p.ec.Status.Observed)))
 	}
 	p.event(corev1.EventTypeNormal, "ClusterIDLatched", "Seed member %s formed etcd cluster %s", seed.Name, p.ec.Status.ClusterID)
 }

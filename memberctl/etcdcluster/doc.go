@@ -31,8 +31,15 @@
 //
 // Status: readyMembers counts running members that are Ready; replicas
 // counts every EtcdMember of the cluster; members[] lists each with its
-// etcd ID, role and readiness. Available, Progressing and Degraded carry
-// the reasons in the v1alpha1 constants. A stuck step turns terminal at
+// etcd ID, role and readiness; versions[] counts the running members by
+// the etcd version each reports (its status.version, read from etcd), so
+// that status says what runs rather than what spec.version asks for.
+// Available, Progressing and Degraded carry the reasons in the v1alpha1
+// constants. VersionDrifted is True while the members run different
+// versions or one other than spec.version; UpgradeBlocked is True while
+// spec.version is a change etcd refuses from what runs (memberctl/upgrade
+// holds the rules), and new members then keep the running version
+// (versions.go). Running members are never rolled to a new version yet. A stuck step turns terminal at
 // status.progressDeadline (DeadlineExceeded, or BootstrapFailed before the
 // cluster formed); change the spec, or patch or remove the deadline, to
 // retry.
@@ -101,7 +108,7 @@
 // ScalingDown, MemberDormant, MemberResumed, ClusterIDLatched,
 // DeadlineExceeded, BootstrapFailed, ClusterUnreachable, AddLearnerFailed,
 // PromoteFailed, MemberRemovalDone, RestoreNotEnabled, NoSnapshot,
-// RestoringAfterTotalLoss, RestoredAfterTotalLoss.
+// RestoringAfterTotalLoss, RestoredAfterTotalLoss, UpgradeBlocked.
 //
 // # Trade-offs
 //

@@ -140,18 +140,17 @@ func (p *pass) applyLock() {
 		p.lockSnapshot(reason)
 	case lockReconciled:
 		st.ProgressDeadline = nil
-		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionFalse, reason,
-			fmt.Sprintf("%d member(s) of etcd %s, all ready", st.Observed.Replicas, st.Observed.Version))
+		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, p.reconciledMessage())
 	case lockRetry:
 		if st.ProgressDeadline == nil || !p.now.Before(st.ProgressDeadline.Time) {
 			st.ProgressDeadline = progressDeadline(p.ec, p.now)
 		}
 		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, reason,
-			fmt.Sprintf("retrying after the progress deadline: %s", goal(st.Observed)))
+			fmt.Sprintf("retrying after the progress deadline: %s", p.goal(st.Observed)))
 	case lockTerminal:
 		p.terminal = reason
 		msg := fmt.Sprintf("the progress deadline passed before reaching %s; "+
-			"change the spec, or patch or remove status.progressDeadline to retry", goal(st.Observed))
+			"change the spec, or patch or remove status.progressDeadline to retry", p.goal(st.Observed))
 		if reason == v1alpha1.ReasonBootstrapFailed {
 			msg = "the seed member did not form a cluster before the progress deadline; " +
 				"delete and recreate the EtcdCluster, or patch or remove status.progressDeadline to retry"
@@ -173,12 +172,31 @@ func (p *pass) lockSnapshot(reason string) {
 		v1alpha1.ReasonInitialSnapshot:    "latched the spec: ",
 		v1alpha1.ReasonSpecChanged:        "the spec changed: moving to ",
 		v1alpha1.ReasonRetryAfterDeadline: "the spec changed after the progress deadline: moving to ",
-	}[reason] + goal(&o)
+	}[reason] + p.goal(&o)
 	p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
 }
 
-func goal(o *v1alpha1.EtcdClusterObservedSpec) string {
-	return fmt.Sprintf("%d ready member(s) of etcd %s", o.Replicas, o.Version)
+// reconciledMessage says what runs, as the members report it: a
+// spec.version change reaches new members only, so the latched version
+// alone would claim an upgrade that has not happened.
+func (p *pass) reconciledMessage() string {
+	o := p.ec.Status.Observed
+	if len(p.versions.counts) == 0 {
+		return fmt.Sprintf("%d member(s), all ready; none has reported its etcd version yet (new members get %s)", o.Replicas, o.Version)
+	}
+	return fmt.Sprintf("%d member(s), all ready, running %s", o.Replicas, p.versions.running())
+}
+
+// goal is what a step moves towards. Once members report versions other
+// than the latched one it says which version new members get, and that
+// running members keep theirs: nothing rolls them yet.
+func (p *pass) goal(o *v1alpha1.EtcdClusterObservedSpec) string {
+	v := p.versions
+	if len(v.counts) == 0 || (len(v.counts) == 1 && v.counts[0].Version == o.Version) {
+		return fmt.Sprintf("%d ready member(s) of etcd %s", o.Replicas, o.Version)
+	}
+	return fmt.Sprintf("%d ready member(s), new ones at etcd %s; running members keep %s (they are not rolled)",
+		o.Replicas, v.forNewMembers(o.Version), v.running())
 }
 
 // setCondition sets a condition stamped with the cluster's generation;

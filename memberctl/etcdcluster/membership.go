@@ -61,10 +61,13 @@ func memberTLS(t *v1alpha1.TLSSpec) *v1alpha1.MemberTLS {
 	return out
 }
 
-// createMember creates a member; restore is set on a restored cluster's seed only.
+// createMember creates a member; restore is set on a restored cluster's
+// seed only. While spec.version is a change etcd refuses from what runs,
+// the member keeps the running version (see versions.go).
 func (p *pass) createMember(ctx context.Context, bootstrap bool, restore *v1alpha1.MemberRestore) (*v1alpha1.EtcdMember, error) {
 	m := newMember(p.ec, bootstrap)
 	m.Spec.Restore = restore
+	m.Spec.Version = p.versions.forNewMembers(m.Spec.Version)
 	if err := p.cl.Client.Create(ctx, m); err != nil {
 		return nil, fmt.Errorf("create member: %w", err)
 	}

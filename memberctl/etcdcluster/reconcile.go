@@ -68,7 +68,10 @@ type pass struct {
 	now  time.Time
 
 	members *memberSet // nil until listed
-	etcd    etcdView
+	// versions: what the running members report, judged against
+	// spec.version; set with members.
+	versions versionState
+	etcd     etcdView
 	// discovered: the cluster ID was latched in this pass.
 	discovered bool
 	// terminal is BootstrapFailed or DeadlineExceeded while locked.

@@ -118,6 +118,7 @@ func (p *pass) buildStatus() {
 	st.Selector = v1alpha1.ClusterSelector(p.ec.Name)
 	st.ObservedGeneration = p.ec.Generation
 	st.Members = p.memberStatuses()
+	p.setVersionStatus()
 
 	prev := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable)
 	a, d := availability(h)

@@ -72,8 +72,29 @@ const (
 	// current window is reached and the member controller no longer replaces the Pod.
 	ConditionReplacementsExhausted = "ReplacementsExhausted"
 	// ConditionVersionDrifted is True when the running etcd version differs
-	// from spec.version. Informational only.
+	// from spec.version. Informational only. It is an EtcdCluster condition
+	// too: True while its running members report different versions, or
+	// one other than the cluster's spec.version.
 	ConditionVersionDrifted = "VersionDrifted"
+)
+
+// Version conditions and reasons of the EtcdCluster. VersionDrifted uses
+// the member's reasons VersionMismatch and VersionMatched as well.
+const (
+	// ConditionUpgradeBlocked is True while spec.version differs from what
+	// the members run and etcd does not allow that change (the rules are
+	// memberctl/upgrade's). No member is changed, and new members keep the
+	// running version meanwhile, so a refused change never mixes versions.
+	ConditionUpgradeBlocked = "UpgradeBlocked"
+	// ReasonUpgradePathRefused (UpgradeBlocked=True, and a Warning Event
+	// UpgradeBlocked): the message names etcd's rule and the next step.
+	ReasonUpgradePathRefused = "UpgradePathRefused"
+	// ReasonUpgradePathAllowed (UpgradeBlocked=False): every member runs
+	// spec.version, or etcd allows the change from what runs to it.
+	ReasonUpgradePathAllowed = "UpgradePathAllowed"
+	// ReasonVersionsUnknown (VersionDrifted and UpgradeBlocked Unknown): no
+	// running member has reported its etcd version yet.
+	ReasonVersionsUnknown = "VersionsUnknown"
 )
 
 // EtcdCluster condition reasons.

@@ -155,14 +155,19 @@ var _ = Describe("EtcdCluster scale subresource and printer columns", func() {
 		expectInvalid(k8sClient.SubResource("scale").Update(ctx, ec, client.WithSubResourceBody(scale)), msgMemoryPaused)
 	})
 
-	It("prints Version, Replicas, Ready, Available, Reason, Age", func() {
+	It("prints Version, Running, Drifted, UpgradeBlocked (wide), Replicas, Ready, Available, Reason, Age", func() {
 		ec := newCluster(replicas(5))
 		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
 		ec.Status.ReadyMembers = 4
+		ec.Status.Versions = []v1alpha1.EtcdClusterVersionCount{{Version: "3.6.14", Members: 1}, {Version: "3.6.16", Members: 4}}
 		ec.Status.Conditions = []metav1.Condition{
 			{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonQuorumAvailable,
 				LastTransitionTime: metav1.Now()},
 			{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonMembersUnhealthy,
+				LastTransitionTime: metav1.Now()},
+			{Type: v1alpha1.ConditionVersionDrifted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonVersionMismatch,
+				LastTransitionTime: metav1.Now()},
+			{Type: v1alpha1.ConditionUpgradeBlocked, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUpgradePathAllowed,
 				LastTransitionTime: metav1.Now()},
 		}
 		Expect(k8sClient.Status().Update(ctx, ec)).To(Succeed())
@@ -170,6 +175,9 @@ var _ = Describe("EtcdCluster scale subresource and printer columns", func() {
 		row := tableRow("/apis/etcd.etcdfleet.io/v1alpha1/namespaces/" + ns + "/etcdclusters/" + ec.Name)
 		Expect(row).To(HaveKeyWithValue("Name", ec.Name))
 		Expect(row).To(HaveKeyWithValue("Version", "3.6.16"))
+		Expect(row).To(HaveKeyWithValue("Running", "3.6.14"), "the oldest version that runs")
+		Expect(row).To(HaveKeyWithValue("Drifted", "True"))
+		Expect(row).To(HaveKeyWithValue("UpgradeBlocked", "False"))
 		Expect(row).To(HaveKeyWithValue("Replicas", BeNumerically("==", 5)))
 		Expect(row).To(HaveKeyWithValue("Ready", BeNumerically("==", 4)))
 		Expect(row).To(HaveKeyWithValue("Available", "True"))

@@ -226,6 +226,14 @@ type EtcdClusterMemberStatus struct {
 	Ready bool `json:"ready,omitempty"`
 }
 
+// EtcdClusterVersionCount is how many running members report one etcd version.
+type EtcdClusterVersionCount struct {
+	// version of etcd, as the members report it.
+	Version string `json:"version"`
+	// members is how many running members report it.
+	Members int32 `json:"members"`
+}
+
 // EtcdClusterStatus is the observed state of an etcd cluster.
 type EtcdClusterStatus struct {
 	// readyMembers counts members whose Ready condition is True. The scale
@@ -288,6 +296,16 @@ type EtcdClusterStatus struct {
 	// +optional
 	Observed *EtcdClusterObservedSpec `json:"observed,omitempty"`
 
+	// versions counts the running members by the etcd version each one
+	// reports (EtcdMember status.version, which the member controller reads
+	// from etcd, never from a spec), oldest first. spec.version is what new
+	// members get; this is what runs. A member that has not reported yet is
+	// not counted: the VersionDrifted condition says how many there are.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	Versions []EtcdClusterVersionCount `json:"versions,omitempty"`
+
 	// progressDeadline is when the current step times out. Patch it (for
 	// example to a time in the future, or remove it) to retry after DeadlineExceeded.
 	// +optional
@@ -307,7 +325,8 @@ type EtcdClusterStatus struct {
 	// +optional
 	Replacing *ReplacementLease `json:"replacing,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, ReplacementsExhausted.
+	// conditions: Available, Progressing, Degraded, ReplacementsExhausted,
+	// TotalLoss, VersionDrifted, UpgradeBlocked.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -338,6 +357,9 @@ type ReplacementLease struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.readyMembers,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.versions[0].version`,description="the oldest etcd version a running member reports"
+// +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="VersionDrifted")].status`,description="True while members run different versions, or one other than spec.version"
+// +kubebuilder:printcolumn:name="UpgradeBlocked",type=string,JSONPath=`.status.conditions[?(@.type=="UpgradeBlocked")].status`,priority=1
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
