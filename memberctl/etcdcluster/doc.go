@@ -38,7 +38,8 @@
 // constants. VersionDrifted is True while the members run different
 // versions or one other than spec.version; UpgradeBlocked is True while
 // spec.version is a change etcd refuses from what runs (memberctl/upgrade
-// holds the rules), and new members then keep the running version
+// holds the rules), or a minor downgrade (etcd's downgrade API is not
+// driven yet), and new members then keep the running version
 // (versions.go). Running members are never rolled to a new version yet. A stuck step turns terminal at
 // status.progressDeadline (DeadlineExceeded, or BootstrapFailed before the
 // cluster formed); change the spec, or patch or remove the deadline, to

@@ -18,7 +18,8 @@ import (
 // spec.version. Running members are not rolled to a new spec.version yet;
 // the version only reaches members created after the change. So that a
 // change etcd refuses never mixes versions, new members keep the running
-// version while spec.version is a change etcd does not allow from it.
+// version while spec.version is a change etcd does not allow from it, or a
+// minor downgrade, which needs etcd's downgrade API that nothing drives yet.
 
 // versionState is what the running members report, judged once per pass.
 type versionState struct {
@@ -27,9 +28,12 @@ type versionState struct {
 	counts []v1alpha1.EtcdClusterVersionCount
 	// unreported counts running members with no status.version yet.
 	unreported int
-	// refusals say why etcd does not allow the change from each running
-	// version that is not spec.version; empty when it does.
+	// refusals say why the change from each running version that is not
+	// spec.version is not made; empty when every one is.
 	refusals []error
+	// pathRefused: some refusal is etcd's rule, not only a minor
+	// downgrade that etcdfleet does not drive yet.
+	pathRefused bool
 	// join is the version new members take while a change is refused.
 	join string
 }
@@ -56,12 +60,25 @@ func observeVersions(running []*v1alpha1.EtcdMember, spec string) versionState {
 		if c.Version == spec {
 			continue // no change, whether or not etcdfleet still offers it
 		}
-		if _, err := upgrade.Check(c.Version, spec); err != nil {
-			st.refusals = append(st.refusals, err)
+		kind, err := upgrade.Check(c.Version, spec)
+		switch {
+		case err != nil:
+			st.refusals, st.pathRefused = append(st.refusals, err), true
+		case kind == upgrade.MinorDowngrade:
+			st.refusals = append(st.refusals, downgradeNotDriven(c.Version, spec))
 		}
 	}
 	st.join = upgrade.JoinVersion(reported)
 	return st
+}
+
+// downgradeNotDriven refuses a minor downgrade etcd allows: a member of
+// the lower minor starts only once etcd's downgrade is enabled (etcd
+// refuses a server older than the cluster version otherwise), and nothing
+// enables it yet. New members at spec.version would crash-loop.
+func downgradeNotDriven(from, to string) error {
+	return fmt.Errorf("etcd %s → %s is a minor downgrade, which etcd allows only through its downgrade API (validate, enable), "+
+		"and etcdfleet does not drive it yet: etcd refuses a member older than the cluster version", from, to)
 }
 
 // blocked reports whether spec.version is a change etcd refuses from what runs.
@@ -122,7 +139,11 @@ func versionVerdicts(s versionState) (drifted, blocked verdict) {
 	drifted = verdict{metav1.ConditionTrue, v1alpha1.ReasonVersionMismatch,
 		fmt.Sprintf("members run %s; spec.version is %s%s", s.running(), s.spec, pending)}
 	if s.blocked() {
-		return drifted, verdict{metav1.ConditionTrue, v1alpha1.ReasonUpgradePathRefused, s.refusal()}
+		reason := v1alpha1.ReasonUpgradePathRefused
+		if !s.pathRefused {
+			reason = v1alpha1.ReasonDowngradeNotSupported
+		}
+		return drifted, verdict{metav1.ConditionTrue, reason, s.refusal()}
 	}
 	return drifted, verdict{metav1.ConditionFalse, v1alpha1.ReasonUpgradePathAllowed,
 		fmt.Sprintf("etcd allows %s from %s; spec.version reaches new members only: running members are not rolled yet", s.spec, s.running())}

@@ -83,12 +83,19 @@ const (
 const (
 	// ConditionUpgradeBlocked is True while spec.version differs from what
 	// the members run and etcd does not allow that change (the rules are
-	// memberctl/upgrade's). No member is changed, and new members keep the
-	// running version meanwhile, so a refused change never mixes versions.
+	// memberctl/upgrade's), or it is a minor downgrade, which needs etcd's
+	// downgrade API that etcdfleet does not drive yet. No member is
+	// changed, and new members keep the running version meanwhile, so a
+	// refused change never mixes versions.
 	ConditionUpgradeBlocked = "UpgradeBlocked"
 	// ReasonUpgradePathRefused (UpgradeBlocked=True, and a Warning Event
 	// UpgradeBlocked): the message names etcd's rule and the next step.
 	ReasonUpgradePathRefused = "UpgradePathRefused"
+	// ReasonDowngradeNotSupported (UpgradeBlocked=True, and a Warning Event
+	// UpgradeBlocked): spec.version is a minor downgrade etcd allows only
+	// through its downgrade API, which etcdfleet does not drive yet; a
+	// member of the lower minor would be refused by the cluster.
+	ReasonDowngradeNotSupported = "DowngradeNotSupported"
 	// ReasonUpgradePathAllowed (UpgradeBlocked=False): every member runs
 	// spec.version, or etcd allows the change from what runs to it.
 	ReasonUpgradePathAllowed = "UpgradePathAllowed"
