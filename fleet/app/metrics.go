@@ -24,13 +24,25 @@ type limiterMetrics struct {
 func (m limiterMetrics) Start(ctx context.Context) error {
 	reg := &unregisterer{Registerer: metrics.Registry}
 	defer reg.unregisterAll()
-	if err := m.l.RegisterMetrics(reg); err != nil {
-		return fmt.Errorf("register the limiter metrics: %w", err)
-	}
-	if err := m.s.RegisterMetrics(reg); err != nil {
-		return fmt.Errorf("register the snapshot slot metrics: %w", err)
+	if err := RegisterRunMetrics(reg, m.l, m.s); err != nil {
+		return err
 	}
 	<-ctx.Done()
+	return nil
+}
+
+// RegisterRunMetrics registers on reg what a running manager adds to the
+// families its packages register at init: the limiter's and the snapshot
+// slots' series. It is exported for servedmetrics, which lists every
+// family /metrics serves (for promlint and the chart's alerts), so that
+// list cannot drift from what Start registers.
+func RegisterRunMetrics(reg prometheus.Registerer, l *limiter.Limiter, s *limiter.Slots) error {
+	if err := l.RegisterMetrics(reg); err != nil {
+		return fmt.Errorf("register the limiter metrics: %w", err)
+	}
+	if err := s.RegisterMetrics(reg); err != nil {
+		return fmt.Errorf("register the snapshot slot metrics: %w", err)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
@@ -32,7 +33,23 @@ var (
 		Name: "etcdfleet_cluster_members_desired",
 		Help: "Desired etcd members (spec.replicas) over the workload cluster's EtcdClusters.",
 	}, []string{"cluster"})
-	clusterGauges = []*prometheus.GaugeVec{clusterConnected, clusterEtcdClusters, clusterQuorate, clusterMembersReady, clusterMembersDesired}
+	// The backup and credential figures are here so that the chart's
+	// alerts need no schedule or token lifetime of their own: the row
+	// already judged them (BackedUp, CredentialsExpiring).
+	clusterBackupBehind = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcdfleet_cluster_etcdclusters_backup_behind",
+		Help: "EtcdClusters of the workload cluster with a backup schedule whose BackedUp condition is False: a scheduled snapshot is not complete 30 minutes after its due time, or failed.",
+	}, []string{"cluster"})
+	clusterCredentialsExpiring = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcdfleet_cluster_credentials_expiring",
+		Help: "1 while the FleetCluster's CredentialsExpiring condition is True (less than a fifth of the registration token's lifetime left, or expired), else 0; absent while the token states no lifetime.",
+	}, []string{"cluster"})
+	clusterTokenExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcdfleet_cluster_token_expiry_timestamp_seconds",
+		Help: "When the registration token of the workload cluster expires (Unix seconds, its JWT exp claim); absent for tokens without one and for client certificates.",
+	}, []string{"cluster"})
+	clusterGauges = []*prometheus.GaugeVec{clusterConnected, clusterEtcdClusters, clusterQuorate, clusterMembersReady, clusterMembersDesired,
+		clusterBackupBehind, clusterCredentialsExpiring, clusterTokenExpiry}
 )
 
 func init() {
@@ -52,6 +69,22 @@ func publishCluster(cluster string, st *fleetv1.FleetClusterStatus) {
 	clusterQuorate.WithLabelValues(cluster).Set(float64(st.QuorateEtcdClusters))
 	clusterMembersReady.WithLabelValues(cluster).Set(float64(st.MembersReady))
 	clusterMembersDesired.WithLabelValues(cluster).Set(float64(st.MembersDesired))
+	clusterBackupBehind.WithLabelValues(cluster).Set(float64(st.EtcdClustersBehindBackup))
+	// Absent rather than 0 when unknown: 0 would read "never expires" to
+	// the expiry panel and "expired at the epoch" to an alert on time().
+	switch c := meta.FindStatusCondition(st.Conditions, fleetv1.ConditionCredentialsExpiring); {
+	case c == nil:
+		clusterCredentialsExpiring.DeleteLabelValues(cluster)
+	case c.Status == metav1.ConditionTrue:
+		clusterCredentialsExpiring.WithLabelValues(cluster).Set(1)
+	default:
+		clusterCredentialsExpiring.WithLabelValues(cluster).Set(0)
+	}
+	if st.TokenExpiresAt == nil {
+		clusterTokenExpiry.DeleteLabelValues(cluster)
+	} else {
+		clusterTokenExpiry.WithLabelValues(cluster).Set(float64(st.TokenExpiresAt.Unix()))
+	}
 }
 
 // forgetCluster drops an unregistered cluster's series.
