@@ -22,6 +22,8 @@ var nonDefault = []string{
 	"--set", "clusters.burst=1000000",
 	"--set", "serviceMonitor.enabled=true",
 	"--set", "serviceMonitor.labels.release=prometheus",
+	"--set", "prometheusRule.enabled=true",
+	"--set", "grafana.dashboard.enabled=true",
 	"--set", "namespace=registrations",
 	"--set", "networkPolicy.enabled=true",
 	"--set", "metrics.certSecret=etcdfleet-metrics-tls",
@@ -34,11 +36,11 @@ var nonDefault = []string{
 }
 
 // lintable drops what helm lint cannot take: --api-versions, and so the
-// ServiceMonitor that needs it.
+// ServiceMonitor and the PrometheusRule that need it.
 func lintable(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i += 2 {
-		if args[i] == "--api-versions" || strings.HasPrefix(args[i+1], "serviceMonitor.") {
+		if args[i] == "--api-versions" || strings.HasPrefix(args[i+1], "serviceMonitor.") || strings.HasPrefix(args[i+1], "prometheusRule.") {
 			continue
 		}
 		out = append(out, args[i], args[i+1])
