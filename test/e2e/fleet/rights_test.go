@@ -74,7 +74,7 @@ func rightsSpecs() {
 		Expect(rightsMissing(w)).To(BeZero())
 	}, SpecTimeout(4*time.Minute))
 
-	It("refuses a cluster whose admission policies are removed within a probe interval (Unconstrained), and engages it again once they are back", func(ctx SpecContext) {
+	It("refuses a cluster whose admission policies are removed mid-heal within a probe interval (Unconstrained), deletes nothing there while it is, and heals it once they are back", func(ctx SpecContext) {
 		baseline(ctx)
 		const w = "w3"
 		expectRow(ctx, w, fleetv1.ConditionConstrained, metav1.ConditionTrue, fleetv1.ReasonConstrained)
@@ -86,7 +86,10 @@ func rightsSpecs() {
 			waitConnected(ctx, time.Minute, w)
 		})
 
-		By("deleting the ValidatingAdmissionPolicyBindings that etcdfleetctl register installed")
+		By("rebooting " + w + "'s nodes and, as its heal starts, deleting the ValidatingAdmissionPolicyBindings that etcdfleetctl register installed")
+		logs := watchPods(ctx, w)
+		before := podUIDs(ctx, w)
+		rebootAt := reboot(ctx, w)
 		removedAt := time.Now()
 		for _, b := range bindings {
 			Expect(wc[w].Delete(ctx, b.DeepCopy())).To(Succeed())
@@ -113,12 +116,22 @@ func rightsSpecs() {
 		Consistently(func() bool { st, _ := fm.Provider.State(w); return st.Connected }).WithContext(ctx).
 			WithTimeout(3*time.Second).Should(BeFalse(), "not engaged while unconstrained")
 
-		By("restoring the bindings: engaged again")
+		By("deleting no Pod while the credential is unconstrained, counted from the apiserver's side")
+		time.Sleep(2 * time.Second) // a delete already sent when the cluster was disengaged may still land
+		quietFrom := time.Now()
+		time.Sleep(3 * time.Second)
+		for _, d := range deletes(logs) {
+			Expect(d.At.After(quietFrom)).To(BeFalse(), "Pod %s deleted at %s while %s was unconstrained", d.Name, d.At, w)
+		}
+
+		By("restoring the bindings: engaged again, and the heal completes")
 		for _, b := range bindings {
 			restore(ctx, wc[w], b)
 		}
 		waitConnected(ctx, 2*time.Minute, w)
 		expectRow(ctx, w, fleetv1.ConditionConstrained, metav1.ConditionTrue, fleetv1.ReasonConstrained)
+		waitHealed(ctx, rebootAt, before, 2*time.Minute, w)
+		expectKeys(ctx, w)
 	}, SpecTimeout(4*time.Minute))
 }
 
