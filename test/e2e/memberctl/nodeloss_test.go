@@ -42,26 +42,9 @@ var _ = Describe("a node that does not come back", func() {
 		Expect(c.Delete(ctx, old, client.GracePeriodSeconds(1))).To(Succeed())
 
 		By("the stuck member goes, and a new member with a new ID and its own claim takes its place")
-		Eventually(func(g Gomega) {
-			_, ok := e2eutil.Members(ctx, c, ns, name)[victim]
-			g.Expect(ok).To(BeFalse(), "member %s still there", victim)
-		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
-		load.StopAndCheck()
-		now := e2eutil.MemberIDs(ctx, c, ns, name)
-		Expect(now).To(HaveLen(3))
-		for n, id := range ids {
-			if n != victim {
-				Expect(now).To(HaveKeyWithValue(n, id), "a surviving member kept its ID")
-			}
-		}
-		for n, id := range now {
-			if _, kept := ids[n]; !kept {
-				Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
-				p := pod(ctx, c, ns, n)
-				Expect(p.Spec.NodeName).NotTo(Equal(old.Spec.NodeName), "placed on a node that runs")
-				Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.PVCName(n)}, &corev1.PersistentVolumeClaim{})).To(Succeed())
-			}
+		for n := range expectReplacedWithNewID(ctx, c, ns, name, victim, ids, load) {
+			Expect(pod(ctx, c, ns, n).Spec.NodeName).NotTo(Equal(old.Spec.NodeName), "placed on a node that runs")
+			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.PVCName(n)}, &corev1.PersistentVolumeClaim{})).To(Succeed())
 		}
 		Expect(warningEvents(ctx, cluster, ns, victim, "ReplacingNodeLostMember")).NotTo(BeEmpty())
 		etcd.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
 
 // Hard power loss (no shutdown signal) on the "faults" cluster: the kubelet
@@ -34,24 +35,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		Expect(k.PowerLoss(ctx, podNode(ctx, c, ns, victim), 2*time.Second)).To(Succeed())
 
 		By("the member on the wiped tmpfs goes, and a new member with a new ID takes its place")
-		Eventually(func(g Gomega) {
-			_, ok := e2eutil.Members(ctx, c, ns, name)[victim]
-			g.Expect(ok).To(BeFalse(), "member %s still there", victim)
-		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
-		load.StopAndCheck()
-		now := e2eutil.MemberIDs(ctx, c, ns, name)
-		Expect(now).To(HaveLen(3))
-		for n, id := range ids {
-			if n != victim {
-				Expect(now).To(HaveKeyWithValue(n, id), "a surviving member kept its ID")
-			}
-		}
-		for n, id := range now {
-			if _, old := ids[n]; !old {
-				Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
-			}
-		}
+		expectReplacedWithNewID(ctx, c, ns, name, victim, ids, load)
 		Expect(warningEvents(ctx, cluster, ns, victim, "MemoryMemberLost")).NotTo(BeEmpty())
 		etcd.Close()
 		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
@@ -141,6 +125,35 @@ func startCluster(ctx context.Context, c client.Client, ns, name string, memory 
 	etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster("faults").Config, c, ns, name)
 	etcd.PutKeys(ctx, "k", 100)
 	return etcd, e2eutil.MemberIDs(ctx, c, ns, name)
+}
+
+// expectReplacedWithNewID waits until member victim of ns/name is gone and
+// the cluster is available again, checks the client workload load, and
+// returns the new members (name to ID): every other member kept its ID
+// from ids, and each new one has an ID that no old member had.
+func expectReplacedWithNewID(ctx context.Context, c client.Client, ns, name, victim string, ids map[string]string, load *lincheck.Running) map[string]string {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		_, ok := e2eutil.Members(ctx, c, ns, name)[victim]
+		g.Expect(ok).To(BeFalse(), "member %s still there", victim)
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
+	load.StopAndCheck()
+	now := e2eutil.MemberIDs(ctx, c, ns, name)
+	Expect(now).To(HaveLen(len(ids)))
+	added := map[string]string{}
+	for n, id := range ids {
+		if n != victim {
+			Expect(now).To(HaveKeyWithValue(n, id), "a surviving member kept its ID")
+		}
+	}
+	for n, id := range now {
+		if _, old := ids[n]; !old {
+			Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
+			added[n] = id
+		}
+	}
+	return added
 }
 
 func values(m map[string]string) []string {
