@@ -284,7 +284,8 @@ var _ = Describe("Health", func() {
 		AddReportEntry("partition to disengaged", took.Round(time.Millisecond).String())
 		// 3 failures 250ms apart; never on the first failed probe.
 		Expect(took).To(BeNumerically(">=", 500*time.Millisecond))
-		Expect(hist.of("probe-w1")()).To(ContainElement(kubeconfigsecret.ReasonDisconnected))
+		// OnChange runs in its own goroutine, which may not have run yet.
+		Eventually(hist.of("probe-w1")).WithTimeout(5 * time.Second).Should(ContainElement(kubeconfigsecret.ReasonDisconnected))
 		Expect(connected("probe-w1")()).To(BeFalse())
 		_, err := mgr.GetCluster(ctx, "probe-w1")
 		Expect(err).To(MatchError(multicluster.ErrClusterNotFound))
