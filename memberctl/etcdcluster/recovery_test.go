@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -179,6 +180,43 @@ var _ = Describe("restore after total loss", func() {
 		h.now = h.now.Add(time.Minute + time.Second)
 		h.reconcile(ec)
 		Expect(h.get(ec).Status.Recovery).NotTo(BeNil())
+		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoringAfterTotalLoss))
+	})
+
+	It("counts a claim being deleted as lost once no Pod uses it, at once, and not while one does", func() {
+		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
+			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+				Recovery: &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}}}
+		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
+		h.etcd.SetRevision(500)
+		h.converge(ec, 3)
+		h.etcd.SetFail(errors.New("context deadline exceeded"))
+		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
+		const held = "test.etcdfleet.io/pvc-protection" // plays pvc-protection, which envtest lacks
+		for _, m := range h.members() {
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: etcd.PVCName(m.Name), Finalizers: []string{held}},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+			Expect(k8sClient.Create(ctx, pvc)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, pvc)).To(Succeed())
+			DeferCleanup(func() {
+				cur := &corev1.PersistentVolumeClaim{}
+				if k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pvc), cur) == nil {
+					cur.Finalizers = nil
+					Expect(client.IgnoreNotFound(k8sClient.Update(context.Background(), cur))).To(Succeed())
+				}
+			})
+		}
+		survivor := h.members()[0]
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: survivor.Name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}
+		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+		h.reconcile(ec)
+		Expect(h.get(ec).Status.Recovery).To(BeNil(), "a claim being deleted still serves the Pod that uses it")
+
+		Expect(k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+		h.reconcile(ec)
+		Expect(h.get(ec).Status.Recovery).NotTo(BeNil(), "no grace period: the claims go as soon as no Pod uses them")
 		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoringAfterTotalLoss))
 	})
 

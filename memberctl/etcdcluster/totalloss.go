@@ -131,7 +131,8 @@ const claimLostProof = "has claim "
 //     empty (DataDirLost). A Pod that exists and whose guard has not
 //     refused may still run etcd on its data: no proof, even if it is
 //     terminal (the member controller deletes such Pods first).
-//   - PVC: the claim is absent or its phase is Lost.
+//   - PVC: the claim is absent, or its phase is Lost, or it is being
+//     deleted and no Pod uses it.
 func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, string, error) {
 	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
 	if m.Spec.Storage.Medium != v1alpha1.StorageMediumMemory {
@@ -144,6 +145,12 @@ func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, stri
 			return false, "", err
 		case pvc.Status.Phase == corev1.ClaimLost:
 			return true, claimLostProof + key.Name + " in phase Lost", nil
+		case pvc.DeletionTimestamp != nil:
+			// Kept only by pvc-protection while a Pod uses it: with no Pod
+			// left, it goes, and its data with it.
+			if gone, err := p.podGone(ctx, m); err != nil || gone {
+				return gone, "lost its claim " + key.Name + ", being deleted with no Pod to use it", err
+			}
 		}
 		return false, "its claim " + key.Name + " exists", nil
 	}
@@ -158,6 +165,15 @@ func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, stri
 		return true, "restarted on an empty tmpfs (" + msg + ")", nil
 	}
 	return false, fmt.Sprintf("its Pod is %s and its data-dir guard has not refused", pod.Status.Phase), nil
+}
+
+// podGone reports whether member m's Pod is absent, by a live read.
+func (p *pass) podGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, error) {
+	err := p.cl.Reader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &corev1.Pod{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // onTotalLoss reports total loss and, when opted in and a snapshot
