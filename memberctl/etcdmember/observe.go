@@ -19,6 +19,11 @@ import (
 // observe reports a live (pending, running or terminating) Pod in status.
 func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	m := s.m
+	if m.Status.PodUID != p.UID {
+		// Another Pod may run another etcd version (a roll, or a spec
+		// change applied on recreation): read it again once it is ready.
+		m.Status.Version = ""
+	}
 	m.Status.PodName, m.Status.PodUID = p.Name, p.UID
 	if !isMemory(m) {
 		m.Status.PVCName = etcd.PVCName(m.Name)

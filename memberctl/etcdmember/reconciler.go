@@ -164,6 +164,7 @@ func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, firstErr(err, s.writeStatus(ctx))
 	}
 	s.m.Status.PodName, s.m.Status.PodUID = p.Name, p.UID
+	s.m.Status.Version = "" // read from the new Pod's etcd once it is ready
 	s.setReady(false, v1alpha1.ReasonPodNotReady, "pod phase: Pending")
 	return ctrl.Result{}, s.writeStatus(ctx)
 }

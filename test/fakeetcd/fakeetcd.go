@@ -49,6 +49,8 @@ type Etcd struct {
 	promoteErrs []error
 	calls       []string
 	forgotten   []string
+	// versions overrides Version by member name (SetVersion).
+	versions map[string]string
 	// statusAsked counts Status calls by member name.
 	statusAsked map[string]int
 	// revision is the keyspace revision Status reports.
@@ -59,7 +61,7 @@ var _ etcd.Interface = (*Etcd)(nil)
 
 // New returns an empty cluster with cluster ID 0xc1a5.
 func New() *Etcd {
-	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusAsked: map[string]int{}}
+	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusAsked: map[string]int{}, versions: map[string]string{}}
 }
 
 // StatusAsked returns how many Status calls named member name so far.
@@ -107,6 +109,14 @@ func (f *Etcd) SetDown(name string, down bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.down[name] = down
+}
+
+// SetVersion makes Status report version for member name, as after the
+// member was restarted on another etcd version.
+func (f *Etcd) SetVersion(name, version string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.versions[name] = version
 }
 
 // SetRevision sets the keyspace revision Status reports.
@@ -267,7 +277,11 @@ func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.S
 	f.statusAsked[name]++
 	for _, m := range f.members {
 		if m.Name == name && !f.down[name] {
-			return etcd.Status{MemberID: m.ID, Version: Version, Revision: f.revision}, nil
+			v := Version
+			if o, ok := f.versions[name]; ok {
+				v = o
+			}
+			return etcd.Status{MemberID: m.ID, Version: v, Revision: f.revision}, nil
 		}
 	}
 	return etcd.Status{}, fmt.Errorf("status of %s: connection refused", endpoint)
