@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -137,26 +136,5 @@ var _ = Describe("claim-loss replacement", func() {
 		Expect(h.removing("ec-0")).To(BeFalse())
 		noClaim(h, "ec-0")
 		Expect(h.pod("ec-0")).To(BeNil())
-	})
-})
-
-// The version a member runs is read from etcd again for each new Pod: a
-// member recreated on another etcd version must not keep reporting the
-// old one.
-var _ = Describe("the running version", func() {
-	It("is read again from the new Pod's etcd after the Pod is replaced", func() {
-		h := newHarness("", 3)
-		Expect(h.member("ec-0").Status.Version).To(Equal("3.6.16"))
-		h.etcd.SetVersion("ec-0", "3.7.3")
-		h.setPod("ec-0", failed("Terminated"))
-		h.reconcile("ec-0") // deletes the terminal Pod
-		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
-		h.now = h.now.Add(time.Minute) // past the replacement backoff
-		h.reconcile("ec-0")            // creates the new Pod
-		h.setPod("ec-0", running(true, 0))
-		h.reconcile("ec-0")
-		m := h.member("ec-0")
-		Expect(m.Status.Version).To(Equal("3.7.3"))
-		Expect(meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionVersionDrifted)).To(BeTrue())
 	})
 })

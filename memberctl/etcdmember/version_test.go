@@ -1,0 +1,33 @@
+package etcdmember
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+)
+
+// The version a member runs is read from etcd again for each new Pod: a
+// member recreated on another etcd version must not keep reporting the
+// old one.
+var _ = Describe("the running version", func() {
+	It("is read again from the new Pod's etcd after the Pod is replaced", func() {
+		h := newHarness("", 3)
+		Expect(h.member("ec-0").Status.Version).To(Equal("3.6.16"))
+		h.etcd.SetVersion("ec-0", "3.7.3")
+		h.setPod("ec-0", failed("Terminated"))
+		h.reconcile("ec-0") // deletes the terminal Pod
+		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
+		h.now = h.now.Add(time.Minute) // past the replacement backoff
+		h.reconcile("ec-0")            // creates the new Pod
+		h.setPod("ec-0", running(true, 0))
+		h.reconcile("ec-0")
+		m := h.member("ec-0")
+		Expect(m.Status.Version).To(Equal("3.7.3"))
+		Expect(meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionVersionDrifted)).To(BeTrue())
+	})
+})
