@@ -58,6 +58,20 @@ var _ = Describe("restore after total loss", func() {
 		Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
 		return s
 	}
+	// lostPVCCluster is a formed, opted-in 3-member PVC cluster with a
+	// Complete snapshot, whose etcd then stops answering.
+	lostPVCCluster := func() *v1alpha1.EtcdCluster {
+		GinkgoHelper()
+		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
+			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+				Recovery: &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}}}
+		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
+		h.etcd.SetRevision(500)
+		h.converge(ec, 3)
+		h.etcd.SetFail(errors.New("context deadline exceeded"))
+		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
+		return ec
+	}
 	// finalizeAll plays the member controller: deleted members let go.
 	finalizeAll := func() {
 		GinkgoHelper()
@@ -125,14 +139,7 @@ var _ = Describe("restore after total loss", func() {
 	})
 
 	It("counts claims in phase Lost as lost only after a grace period, and not once they bind again", func() {
-		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
-			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
-				Recovery: &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}}}
-		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
-		h.etcd.SetRevision(500)
-		h.converge(ec, 3)
-		h.etcd.SetFail(errors.New("context deadline exceeded"))
-		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
+		ec := lostPVCCluster()
 		setPhase := func(phase corev1.PersistentVolumeClaimPhase) {
 			GinkgoHelper()
 			for _, m := range h.members() {
@@ -184,14 +191,7 @@ var _ = Describe("restore after total loss", func() {
 	})
 
 	It("counts a claim being deleted as lost once no Pod uses it, at once, and not while one does", func() {
-		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
-			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16", Storage: v1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
-				Recovery: &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}}}
-		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
-		h.etcd.SetRevision(500)
-		h.converge(ec, 3)
-		h.etcd.SetFail(errors.New("context deadline exceeded"))
-		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
+		ec := lostPVCCluster()
 		const held = "test.etcdfleet.io/pvc-protection" // plays pvc-protection, which envtest lacks
 		for _, m := range h.members() {
 			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: etcd.PVCName(m.Name), Finalizers: []string{held}},

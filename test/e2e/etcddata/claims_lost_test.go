@@ -24,26 +24,11 @@ var _ = Describe("a PVC cluster whose every claim is lost", func() {
 	const cluster, ns, name = "faults", "claims-lost", "cl"
 
 	It("is restored from its newest snapshot, by new members on new claims", func(ctx SpecContext) {
-		s3 := objectStore(ctx, cluster, ns)
 		c := clients[cluster]
-		ec := e2eutil.NewEtcdCluster(ns, name, 3, false)
-		ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
-		Expect(c.Create(ctx, ec)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
-		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
-		etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		etcd.PutKeys(ctx, "k", 100)
+		ec, etcd, s3 := startRecoverable(ctx, cluster, ns, name, false)
 
 		By("taking a snapshot")
-		snap := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "last-good"},
-			Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: name},
-				Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: s3.Endpoint, Bucket: "backups",
-					CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}}}}
-		Expect(c.Create(ctx, snap)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(snap), snap)).To(Succeed())
-			g.Expect(snap.Status.Phase).To(Equal(v1alpha1.SnapshotComplete), "conditions %+v", snap.Status.Conditions)
-		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		snap := snapshotNow(ctx, cluster, ns, name, s3.Endpoint)
 		etcd.Close()
 		oldMembers := e2eutil.MemberIDs(ctx, c, ns, name)
 

@@ -1,6 +1,7 @@
 package etcddata_test
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
 )
 
 // Restore after total loss on the "faults" cluster: every node of a memory
@@ -26,26 +28,11 @@ var _ = Describe("restore after total loss", func() {
 	const cluster, ns, name = "faults", "total-loss", "tl"
 
 	It("brings a power-lost memory cluster back from its newest snapshot, with every key written before it", func(ctx SpecContext) {
-		s3 := objectStore(ctx, cluster, ns)
 		c := clients[cluster]
-		ec := e2eutil.NewEtcdCluster(ns, name, 3, true)
-		ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
-		Expect(c.Create(ctx, ec)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
-		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
-		etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		etcd.PutKeys(ctx, "k", 100)
+		ec, etcd, s3 := startRecoverable(ctx, cluster, ns, name, true)
 
 		By("taking a snapshot, then writing more that it cannot hold")
-		snap := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "last-good"},
-			Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: name},
-				Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: s3.Endpoint, Bucket: "backups",
-					CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}}}}
-		Expect(c.Create(ctx, snap)).To(Succeed())
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(snap), snap)).To(Succeed())
-			g.Expect(snap.Status.Phase).To(Equal(v1alpha1.SnapshotComplete), "conditions %+v", snap.Status.Conditions)
-		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		snap := snapshotNow(ctx, cluster, ns, name, s3.Endpoint)
 		etcd.PutKeys(ctx, "after", 20)
 		resp, err := etcd.Get(ctx, "after/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		Expect(err).NotTo(HaveOccurred())
@@ -109,3 +96,38 @@ var _ = Describe("restore after total loss", func() {
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	}, SpecTimeout(10*time.Minute))
 })
+
+// startRecoverable creates a 3-member EtcdCluster opted in to restore
+// after total loss, with an object store and its Secret "s3" in ns, and
+// returns it once Available with the keys k/0..99 written, a client and
+// the object store.
+func startRecoverable(ctx context.Context, cluster, ns, name string, memory bool) (*v1alpha1.EtcdCluster, *e2eutil.Etcd, *objstore.Server) {
+	GinkgoHelper()
+	s3 := objectStore(ctx, cluster, ns)
+	c := clients[cluster]
+	ec := e2eutil.NewEtcdCluster(ns, name, 3, memory)
+	ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
+	Expect(c.Create(ctx, ec)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+	e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+	etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	etcd.PutKeys(ctx, "k", 100)
+	return ec, etcd, s3
+}
+
+// snapshotNow takes EtcdSnapshot "last-good" of ns/name into the object
+// store at endpoint (startRecoverable's) and returns it Complete.
+func snapshotNow(ctx context.Context, cluster, ns, name, endpoint string) *v1alpha1.EtcdSnapshot {
+	GinkgoHelper()
+	c := clients[cluster]
+	snap := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "last-good"},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: name},
+			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: endpoint, Bucket: "backups",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}}}}
+	Expect(c.Create(ctx, snap)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(snap), snap)).To(Succeed())
+		g.Expect(snap.Status.Phase).To(Equal(v1alpha1.SnapshotComplete), "conditions %+v", snap.Status.Conditions)
+	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	return snap
+}
