@@ -102,15 +102,15 @@ func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, lostPhase 
 		survivors     []*v1alpha1.EtcdMember
 	)
 	for _, m := range ms.all {
-		gone, what, err := p.dataGone(ctx, m)
+		d, err := p.dataGone(ctx, m)
 		if err != nil {
 			return false, "", false, err
 		}
-		if gone {
-			lostPhase = lostPhase || strings.HasPrefix(what, claimLostProof)
-			proofs = append(proofs, m.Name+" "+what)
+		if d.gone {
+			lostPhase = lostPhase || d.lostPhase
+			proofs = append(proofs, m.Name+" "+d.what)
 		} else {
-			survivors, whats = append(survivors, m), append(whats, what)
+			survivors, whats = append(survivors, m), append(whats, d.what)
 		}
 	}
 	if len(survivors) > 0 {
@@ -120,8 +120,14 @@ func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, lostPhase 
 	return true, strings.Join(proofs, "; "), lostPhase, nil
 }
 
-// claimLostProof begins dataGone's proof by a claim in phase Lost.
-const claimLostProof = "has claim "
+// dataProof is what dataGone found of one member's data.
+type dataProof struct {
+	gone bool
+	// what is the proof, or why there is none.
+	what string
+	// lostPhase: the proof is a claim in phase Lost (lostClaimsWait).
+	lostPhase bool
+}
 
 // dataGone reports whether one member's data is provably gone, from live
 // reads of its Pod (memory members) or its claim (PVC members).
@@ -133,38 +139,38 @@ const claimLostProof = "has claim "
 //     terminal (the member controller deletes such Pods first).
 //   - PVC: the claim is absent, or its phase is Lost, or it is being
 //     deleted and no Pod uses it.
-func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, string, error) {
+func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (dataProof, error) {
 	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
 	if m.Spec.Storage.Medium != v1alpha1.StorageMediumMemory {
 		key.Name = etcd.PVCName(m.Name)
 		pvc := &corev1.PersistentVolumeClaim{}
 		switch err := p.cl.Reader.Get(ctx, key, pvc); {
 		case apierrors.IsNotFound(err):
-			return true, "lost its claim " + key.Name, nil
+			return dataProof{gone: true, what: "lost its claim " + key.Name}, nil
 		case err != nil:
-			return false, "", err
+			return dataProof{}, err
 		case pvc.Status.Phase == corev1.ClaimLost:
-			return true, claimLostProof + key.Name + " in phase Lost", nil
+			return dataProof{gone: true, what: "has claim " + key.Name + " in phase Lost", lostPhase: true}, nil
 		case pvc.DeletionTimestamp != nil:
 			// Kept only by pvc-protection while a Pod uses it: with no Pod
 			// left, it goes, and its data with it.
 			if gone, err := p.podGone(ctx, m); err != nil || gone {
-				return gone, "lost its claim " + key.Name + ", being deleted with no Pod to use it", err
+				return dataProof{gone: gone, what: "lost its claim " + key.Name + ", being deleted with no Pod to use it"}, err
 			}
 		}
-		return false, "its claim " + key.Name + " exists", nil
+		return dataProof{what: "its claim " + key.Name + " exists"}, nil
 	}
 	pod := &corev1.Pod{}
 	switch err := p.cl.Reader.Get(ctx, key, pod); {
 	case apierrors.IsNotFound(err):
-		return true, "lost its Pod, and its tmpfs with it", nil
+		return dataProof{gone: true, what: "lost its Pod, and its tmpfs with it"}, nil
 	case err != nil:
-		return false, "", err
+		return dataProof{}, err
 	}
 	if lost, msg := datadirguard.DataDirLost(pod); lost {
-		return true, "restarted on an empty tmpfs (" + msg + ")", nil
+		return dataProof{gone: true, what: "restarted on an empty tmpfs (" + msg + ")"}, nil
 	}
-	return false, fmt.Sprintf("its Pod is %s and its data-dir guard has not refused", pod.Status.Phase), nil
+	return dataProof{what: fmt.Sprintf("its Pod is %s and its data-dir guard has not refused", pod.Status.Phase)}, nil
 }
 
 // podGone reports whether member m's Pod is absent, by a live read.

@@ -89,7 +89,8 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // total grows with time, so reaching the cap only ends the stream, which
 // the informer resumes from its last resourceVersion.
 func isWatch(r *http.Request) bool {
-	return r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" || strings.Contains(r.URL.Path, "/watch/")
+	w := r.URL.Query().Get("watch")
+	return w == "true" || w == "1" || strings.Contains(r.URL.Path, "/watch/")
 }
 
 // ErrResponseTooLarge is returned by a response body read past

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // claimant is a registered Secret that reaches one cluster identity, as
@@ -47,20 +46,15 @@ func rankClaimants(cs []claimant) string {
 	return best.name
 }
 
-// claimantOf returns the Secret named name as a claimant of id, and false
-// when the Secret is gone, no longer registered, or its annotation names
-// another identity (its kubeconfig reaches a cluster it was not
-// registered for, so it claims nothing).
-func (p *Provider) claimantOf(ctx context.Context, name, id string) (claimant, bool) {
-	sec := &corev1.Secret{}
-	if err := p.reader.Get(ctx, types.NamespacedName{Namespace: p.opts.Namespace, Name: name}, sec); err != nil || !p.selected(sec) {
-		return claimant{}, false
-	}
+// claimantOf returns the registered Secret sec as a claimant of id, and
+// false when its annotation names another identity (its kubeconfig
+// reaches a cluster it was not registered for, so it claims nothing).
+func (p *Provider) claimantOf(sec *corev1.Secret, id string) (claimant, bool) {
 	declared := p.declaredIdentity(sec)
 	if declared != "" && declared != id {
 		return claimant{}, false
 	}
-	return claimant{name: name, vouched: declared == id, created: sec.CreationTimestamp.Time}, true
+	return claimant{name: sec.Name, vouched: declared == id, created: sec.CreationTimestamp.Time}, true
 }
 
 // declaredIdentity is the identity the Secret says it registers, "" when
@@ -75,11 +69,7 @@ func (p *Provider) declaredIdentity(sec *corev1.Secret) string {
 // mismatch refuses a Secret whose annotation names another identity than
 // the cluster its kubeconfig reaches: the kubeconfig was changed to point
 // elsewhere, or another cluster answers at the registered address.
-func (p *Provider) mismatch(ctx context.Context, name, id string) *failure {
-	sec := &corev1.Secret{}
-	if err := p.reader.Get(ctx, types.NamespacedName{Namespace: p.opts.Namespace, Name: name}, sec); err != nil {
-		return nil // gone: the claim step reports it
-	}
+func (p *Provider) mismatch(sec *corev1.Secret, id string) *failure {
 	if declared := p.declaredIdentity(sec); declared != "" && declared != id {
 		return &failure{reason: ReasonIdentityMismatch, msg: fmt.Sprintf(
 			"the Secret was registered for the cluster with identity %s (annotation %s), but its kubeconfig reaches the cluster with identity %s: "+
@@ -88,11 +78,13 @@ func (p *Provider) mismatch(ctx context.Context, name, id string) *failure {
 	return nil
 }
 
-// owner decides which Secret owns identity id, from the claimants: c's
-// Secret, the Secrets recorded for id, and the current in-memory owner. It
-// returns "" with a failure when the recorded claims cannot be read
+// owner decides which Secret owns identity id, from the claimants: the
+// Secret self, the Secrets recorded for id, and the current in-memory
+// owner, each read once from the cache. It returns "" when self is no
+// longer registered; a failure when the recorded claims cannot be read
 // (retried like any pre-flight failure: a claim is never decided on half
-// the facts). Called without p.mu held.
+// the facts), or, with the winner among the others, IdentityMismatch when
+// self's annotation names another identity. Called without p.mu held.
 func (p *Provider) owner(ctx context.Context, self, id string) (string, *failure) {
 	names := []string{self}
 	if rec := p.opts.RecordedClaims; rec != nil {
@@ -108,13 +100,23 @@ func (p *Provider) owner(ctx context.Context, self, id string) (string, *failure
 	}
 	p.mu.Unlock()
 	slices.Sort(names)
-	var cs []claimant
+	var (
+		cs  []claimant
+		mis *failure
+	)
 	for _, n := range slices.Compact(names) {
-		if c, ok := p.claimantOf(ctx, n, id); ok {
+		sec, ok := p.registered(ctx, n)
+		if !ok {
+			continue
+		}
+		if n == self {
+			mis = p.mismatch(sec, id)
+		}
+		if c, ok := p.claimantOf(sec, id); ok {
 			cs = append(cs, c)
 		}
 	}
-	return rankClaimants(cs), nil
+	return rankClaimants(cs), mis
 }
 
 // outrankedBy returns the Secret that owns c's cluster now, when another
@@ -132,7 +134,7 @@ func (c *conn) outrankedBy(ctx context.Context) string {
 		return ""
 	}
 	winner, f := c.p.owner(ctx, c.name, st.ClusterID)
-	if f != nil || winner == c.name {
+	if (f != nil && f.reason != ReasonIdentityMismatch) || winner == c.name {
 		return ""
 	}
 	return winner

@@ -63,10 +63,7 @@ func (p *Provider) claim(ctx context.Context, c *conn, id string) *failure {
 	if id == "" {
 		return nil
 	}
-	if f := p.mismatch(ctx, c.name, id); f != nil {
-		return f
-	}
-	winner, f := p.owner(ctx, c.name, id)
+	winner, f := p.owner(ctx, c.name, id) // IdentityMismatch too
 	if f != nil {
 		return f
 	}

@@ -216,11 +216,20 @@ func (p *Provider) specOf(sec *corev1.Secret) secretSpec {
 	return s
 }
 
-// currentSpec reads the Secret from the cache; ok is false if it is no
-// longer registered (reconcile removes the connection then).
-func (p *Provider) currentSpec(ctx context.Context, name string) (secretSpec, bool) {
+// registered reads the Secret name from the cache; ok is false if it is
+// gone or no longer registered (reconcile removes the connection then).
+func (p *Provider) registered(ctx context.Context, name string) (*corev1.Secret, bool) {
 	sec := &corev1.Secret{}
 	if err := p.reader.Get(ctx, types.NamespacedName{Namespace: p.opts.Namespace, Name: name}, sec); err != nil || !p.selected(sec) {
+		return nil, false
+	}
+	return sec, true
+}
+
+// currentSpec is the registered Secret's spec.
+func (p *Provider) currentSpec(ctx context.Context, name string) (secretSpec, bool) {
+	sec, ok := p.registered(ctx, name)
+	if !ok {
 		return secretSpec{}, false
 	}
 	return p.specOf(sec), true
