@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -254,10 +255,13 @@ var _ = Describe("Stop", func() {
 		ec.create(ctx, c, "new")
 		ec.waitReady(ctx, c)
 		// By pid and start time: a pid that exits is reused, and other test
-		// packages start processes meanwhile.
+		// packages start processes meanwhile. The suite's shared fleet keeps
+		// running and its kubelet may restart a container meanwhile (a
+		// crash-looping Pod of an earlier spec): such a process is its, not
+		// this fleet's, and Stop must leave it alone.
 		started := map[int]uint64{}
 		for _, pid := range proc.Children() {
-			if t, ok := proc.StartTime(pid); ok && !before[pid] {
+			if t, ok := proc.StartTime(pid); ok && !before[pid] && !strings.HasPrefix(proc.Cwd(pid), fleet.Dir+"/") {
 				started[pid] = t
 			}
 		}

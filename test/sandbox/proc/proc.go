@@ -217,3 +217,14 @@ func StartTime(pid int) (uint64, bool) {
 	}
 	return t, true
 }
+
+// Cwd is pid's working directory, and "" when it cannot be read. The
+// sandbox's kubelet runs each container in its Pod's directory, so the
+// working directory tells which fleet a container process belongs to.
+func Cwd(pid int) string {
+	dir, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil {
+		return ""
+	}
+	return dir
+}
