@@ -126,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 // members cannot be listed, the one case with nothing truthful to report.
 func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	var errs []error
-	for _, svc := range service.Operators(p.cl.Client) {
+	for _, svc := range service.Syncers(p.cl.Client) {
 		if _, err := svc.Sync(ctx, p.ec); err != nil {
 			errs = append(errs, fmt.Errorf("services: %w", err))
 		}
