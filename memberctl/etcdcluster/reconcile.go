@@ -51,6 +51,9 @@ type Reconciler struct {
 	// cluster-wide crash-loop and pod-loss backoff and cap. The zero value
 	// means replacement.DefaultPolicy().
 	Policy replacement.Policy
+
+	// health paces the looks at etcd's own health per cluster.
+	health healthClock
 }
 
 func (r *Reconciler) policy() replacement.Policy {
@@ -79,6 +82,8 @@ type pass struct {
 	// majorityLost says which members are provably lost, a majority, and
 	// which survive, while etcd does not answer (majorityLoss).
 	majorityLost string
+	// health paces observeHealth (the Reconciler's).
+	health *healthClock
 }
 
 // Reconcile brings one EtcdCluster of cluster clusterName towards its spec.
@@ -92,6 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			cl.Etcd.Forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
+			r.health.forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -107,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if r.Now != nil {
 		now = r.Now()
 	}
-	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now}
+	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now, health: &r.health}
 	res, err := p.run(ctx)
 	if p.members != nil {
 		p.buildStatus()
@@ -147,6 +153,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 
 	p.probe(ctx)
 	p.observeRevision(ctx)
+	p.observeHealth(ctx, p.health)
 	p.applyLock()
 
 	// A restore after total loss goes ahead even when a step was stuck
