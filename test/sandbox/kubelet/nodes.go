@@ -19,9 +19,16 @@ func labelsEverything() labels.Selector { return labels.Everything() }
 
 // registerNode creates the Node and reports it Ready with capacity, an
 // InternalIP and the kubelet port the apiserver dials for port-forward.
+//
+// Each Node is its own zone. The node lifecycle controller evicts nothing
+// while every zone is wholly down (it blames itself, not the nodes), and
+// in a zone of more than two NotReady Nodes and over 55 % of them, in a
+// cluster under 50 Nodes, nothing either; with a zone per Node, a power
+// loss of some Nodes is a zone outage it acts on, as long as one Node
+// runs, and a power loss of every Node evicts nothing, as in a cluster.
 func (k *Kubelet) registerNode(ctx context.Context, name string) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		corev1.LabelHostname: name, "sandbox.etcdfleet.io/cluster": k.opts.Cluster,
+		corev1.LabelHostname: name, corev1.LabelTopologyZone: name, "sandbox.etcdfleet.io/cluster": k.opts.Cluster,
 	}}}
 	_, err := k.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -66,6 +73,19 @@ func (k *Kubelet) writeNodeCondition(ctx context.Context, name string, ready cor
 		_, err = k.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// AddNode registers one more Node, Ready, and returns its name: a node
+// joining a running cluster.
+func (k *Kubelet) AddNode(ctx context.Context) (string, error) {
+	k.mu.Lock()
+	name := k.addNodeState()
+	k.mu.Unlock()
+	if err := k.registerNode(ctx, name); err != nil {
+		return "", fmt.Errorf("register node %s: %w", name, err)
+	}
+	k.enqueueAll() // Pods left Pending for want of a Ready Node
+	return name, nil
 }
 
 // SetNodeReady marks a Node up or down. A Node coming up resyncs every Pod
@@ -123,6 +143,9 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 				candidates[i].same++
 			}
 		}
+	}
+	if err := k.capTolerations(ctx, pod); err != nil {
+		return err
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
