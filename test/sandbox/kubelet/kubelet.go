@@ -101,19 +101,19 @@ type Kubelet struct {
 	opts       Options
 	pods       listerscorev1.PodLister
 	nodeLister listerscorev1.NodeLister
-	services listerscorev1.ServiceLister
-	svcMu    sync.Mutex
-	svcKeys  map[string][]string // hosts keys of Service names, see refreshServices
-	queue    workqueue.TypedRateLimitingInterface[string]
-	factory  informers.SharedInformerFactory
+	services   listerscorev1.ServiceLister
+	svcMu      sync.Mutex
+	svcKeys    map[string][]string // hosts keys of Service names, see refreshServices
+	queue      workqueue.TypedRateLimitingInterface[string]
+	factory    informers.SharedInformerFactory
 
 	mu        sync.Mutex
 	nodes     map[string]*nodeState
-	nodeNames []string // in the order registered
-	workers  map[string]*podWorker // by ns/name
-	finished map[types.UID]bool    // Pods that reached a terminal phase here
-	stopped  bool
-	quit     chan struct{} // closed by Stop
+	nodeNames []string              // in the order registered
+	workers   map[string]*podWorker // by ns/name
+	finished  map[types.UID]bool    // Pods that reached a terminal phase here
+	stopped   bool
+	quit      chan struct{} // closed by Stop
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
 )
 
 // PowerLoss simulates a hard power loss of node: no shutdown signal, so
