@@ -105,6 +105,8 @@ type Kubelet struct {
 	svcMu      sync.Mutex
 	svcKeys    map[string][]string // hosts keys of Service names, see refreshServices
 	queue      workqueue.TypedRateLimitingInterface[string]
+	schedMu    sync.Mutex
+	assumed    map[types.UID]string // Pods bound, by node, until the informer shows it; see schedule
 	factory    informers.SharedInformerFactory
 
 	mu        sync.Mutex
@@ -133,7 +135,7 @@ type nodeState struct {
 func New(opts Options) *Kubelet {
 	opts.setDefaults()
 	k := &Kubelet{opts: opts, nodes: map[string]*nodeState{}, workers: map[string]*podWorker{},
-		finished: map[types.UID]bool{}, quit: make(chan struct{}), svcKeys: map[string][]string{}}
+		finished: map[types.UID]bool{}, quit: make(chan struct{}), svcKeys: map[string][]string{}, assumed: map[types.UID]string{}}
 	for i := 0; i < opts.Nodes; i++ {
 		k.addNodeState()
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // InstanceLabel is the label whose Pods are spread across Nodes.
@@ -111,10 +112,32 @@ func (k *Kubelet) SetNodeReady(ctx context.Context, name string, ready bool) err
 // schedule binds an unscheduled Pod to the Ready Node with the fewest Pods
 // of the same instance, then the fewest Pods overall. With no Ready Node
 // the Pod stays Pending, as with the real scheduler's not-ready taint.
+//
+// One Pod is scheduled at a time, and the Pods it bound count where they
+// were bound until the informer shows it (k.assumed, as the real
+// scheduler's assumed Pods): two members created together otherwise both
+// saw an empty Node and went there.
 func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
+	k.schedMu.Lock()
+	defer k.schedMu.Unlock()
+	if k.assumed[pod.UID] != "" {
+		return nil // bound already; the informer lags
+	}
 	all, err := k.pods.List(labels.Everything())
 	if err != nil {
 		return err
+	}
+	seen := map[types.UID]bool{}
+	for _, p := range all {
+		seen[p.UID] = true
+		if p.Spec.NodeName != "" {
+			delete(k.assumed, p.UID)
+		}
+	}
+	for uid := range k.assumed {
+		if !seen[uid] {
+			delete(k.assumed, uid) // deleted before the informer showed it bound
+		}
 	}
 	instance := pod.Labels[InstanceLabel]
 	type score struct {
@@ -131,11 +154,15 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	for _, p := range all {
-		if p.Spec.NodeName == "" || isTerminal(p) || p.UID == pod.UID {
+		node := p.Spec.NodeName
+		if node == "" {
+			node = k.assumed[p.UID]
+		}
+		if node == "" || isTerminal(p) || p.UID == pod.UID {
 			continue
 		}
 		for i := range candidates {
-			if candidates[i].name != p.Spec.NodeName {
+			if candidates[i].name != node {
 				continue
 			}
 			candidates[i].overall++
@@ -161,6 +188,9 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 	err = k.opts.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
+	}
+	if err == nil {
+		k.assumed[pod.UID] = candidates[0].name
 	}
 	return err
 }
