@@ -13,10 +13,15 @@ import (
 type Config struct {
 	MinInterval time.Duration `mapstructure:"minInterval" flag:"dashboard-min-interval" help:"Least time between two status writes of one FleetCluster or the Fleet."`
 	Resync      time.Duration `mapstructure:"resync" flag:"dashboard-resync" help:"How often the dashboard is recomputed without a trigger."`
+	// ProbeRefresh is Options.ProbeRefresh: probes every few seconds must
+	// not rewrite every FleetCluster.
+	ProbeRefresh time.Duration `mapstructure:"probeRefresh" flag:"dashboard-probe-refresh" help:"How stale a FleetCluster's stored lastProbeTime may get before a probe alone rewrites it."`
 }
 
 // DefaultConfig is DefaultMinInterval and DefaultResync.
-func DefaultConfig() Config { return Config{MinInterval: DefaultMinInterval, Resync: DefaultResync} }
+func DefaultConfig() Config {
+	return Config{MinInterval: DefaultMinInterval, Resync: DefaultResync, ProbeRefresh: DefaultProbeRefresh}
+}
 
 // Validate refuses intervals of zero or less, naming the manager's keys
 // (dashboard.*): zero would mean "the default" to Options, which is not
@@ -33,4 +38,6 @@ func (c Config) Validate() error {
 }
 
 // Apply sets c's fields of o.
-func (c Config) Apply(o *Options) { o.MinInterval, o.Resync = c.MinInterval, c.Resync }
+func (c Config) Apply(o *Options) {
+	o.MinInterval, o.Resync, o.ProbeRefresh = c.MinInterval, c.Resync, c.ProbeRefresh
+}
