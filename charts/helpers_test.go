@@ -34,8 +34,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcdfleet/etcdfleet/config/settings"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/settings"
 )
 
 const (
@@ -223,22 +223,85 @@ func managerContainer(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.
 	return d, d.Spec.Template.Spec.Containers[0]
 }
 
-// loadArgs parses args with the manager's own flags and loader, exactly as
-// cmd/etcdfleet-manager does, so a misspelt flag or bad value fails here.
-func loadArgs(t *testing.T, args []string) settings.Config {
+// managerConfig loads the manager's settings as the rendered Deployment
+// gives them: its args (the manager's own flags; extraArgs for zap are
+// left out) with the config file they name, read from the ConfigMap the
+// Pod mounts there. It parses them with the manager's own flags and
+// loader, exactly as cmd/etcdfleet-manager does, so a misspelt key, flag
+// or bad value fails here.
+func managerConfig(t *testing.T, objs []*unstructured.Unstructured) settings.Config {
 	t.Helper()
 	for _, s := range settings.Settings(new(settings.Config)) {
-		t.Setenv(s.Env(), "") // only the flags count
+		t.Setenv(s.Env(), "") // only the chart's file and flags count
 		os.Unsetenv(s.Env())
+	}
+	data, path := configFile(t, objs)
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, c := managerContainer(t, objs)
+	var args []string
+	for _, a := range c.Args {
+		switch {
+		case a == "--config="+path:
+			args = append(args, "--config="+file)
+		case !strings.HasPrefix(a, "--zap-"):
+			args = append(args, a)
+		}
 	}
 	fs := pflag.NewFlagSet("etcdfleet-manager", pflag.ContinueOnError)
 	settings.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		t.Fatalf("the manager rejects the rendered args %q: %v", args, err)
+		t.Fatalf("the manager rejects the rendered args %q: %v", c.Args, err)
 	}
-	c, err := settings.Load(fs)
+	cfg, err := settings.Load(fs)
 	if err != nil {
-		t.Fatalf("the manager rejects the rendered args %q: %v", args, err)
+		t.Fatalf("the manager rejects the rendered config %q:\n%s\n%v", c.Args, data, err)
 	}
-	return c
+	return cfg
+}
+
+// configFile returns the manager's config file as rendered and the path
+// the manager is told to read it from (--config), after checking that the
+// Pod mounts the chart's ConfigMap there.
+func configFile(t *testing.T, objs []*unstructured.Unstructured) (data, path string) {
+	t.Helper()
+	d, c := managerContainer(t, objs)
+	for _, a := range c.Args {
+		if p, ok := strings.CutPrefix(a, "--config="); ok {
+			path = p
+		}
+	}
+	if path == "" {
+		t.Fatalf("args %q name no --config", c.Args)
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	for _, m := range c.VolumeMounts {
+		v, ok := vols[m.Name]
+		if !ok || v.ConfigMap == nil || filepath.Dir(path) != m.MountPath {
+			continue
+		}
+		cm := convert[corev1.ConfigMap](t, find(t, objs, "ConfigMap", v.ConfigMap.Name))
+		if data, ok := cm.Data[filepath.Base(path)]; ok {
+			return data, path
+		}
+	}
+	t.Fatalf("--config=%s is not a key of a ConfigMap mounted there (mounts %+v, volumes %+v)", path, c.VolumeMounts, d.Spec.Template.Spec.Volumes)
+	return "", ""
+}
+
+// volume returns the Pod's volume name, or fails.
+func volume(t *testing.T, d *appsv1.Deployment, name string) corev1.Volume {
+	t.Helper()
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("no volume %s among %+v", name, d.Spec.Template.Spec.Volumes)
+	return corev1.Volume{}
 }

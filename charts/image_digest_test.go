@@ -1,7 +1,6 @@
 package charts_test
 
 import (
-	"slices"
 	"testing"
 )
 
@@ -18,23 +17,21 @@ func TestImageDigest(t *testing.T) {
 		{"--set", "image.digest=" + digest},
 		{"--set", "image.digest=" + digest, "--set", "image.tag=v9.9.9"}, // the digest wins
 	} {
-		_, c := managerContainer(t, mustTemplate(t, mgmtChart, mgmtRelease, systemNS, args...))
-		if c.Image != pinned || !slices.Contains(c.Args, "--agent-image="+pinned) {
-			t.Errorf("%q: image %s args %q, want both %s", args, c.Image, c.Args, pinned)
-		}
-		if got := loadArgs(t, c.Args); got.AgentImage != pinned {
-			t.Errorf("%q: the manager loads agentImage %q", args, got.AgentImage)
+		objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS, args...)
+		_, c := managerContainer(t, objs)
+		if got := managerConfig(t, objs); c.Image != pinned || got.AgentImage != pinned {
+			t.Errorf("%q: image %s, the manager loads agentImage %q, want both %s", args, c.Image, got.AgentImage, pinned)
 		}
 	}
 	// Without a digest the agent follows the manager's tag, so the two
 	// binaries match.
-	_, c := managerContainer(t, mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "image.tag=v9.9.9"))
-	if !slices.Contains(c.Args, "--agent-image=ghcr.io/etcdfleet/etcdfleet-manager:v9.9.9") {
-		t.Errorf("args %q, want the agent at the manager's tag", c.Args)
+	got := managerConfig(t, mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "image.tag=v9.9.9"))
+	if got.AgentImage != "ghcr.io/etcdfleet/etcdfleet-manager:v9.9.9" {
+		t.Errorf("agentImage %q, want the agent at the manager's tag", got.AgentImage)
 	}
 	mirror := "registry.example.com/etcdfleet@" + digest
-	_, c = managerContainer(t, mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "image.digest="+digest, "--set", "manager.agentImage="+mirror))
-	if !slices.Contains(c.Args, "--agent-image="+mirror) {
-		t.Errorf("args %q, want the agentImage given", c.Args)
+	got = managerConfig(t, mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "image.digest="+digest, "--set", "config.agentImage="+mirror))
+	if got.AgentImage != mirror {
+		t.Errorf("agentImage %q, want the agentImage given", got.AgentImage)
 	}
 }

@@ -61,8 +61,8 @@ func TestServiceMonitorVerifiesByDefault(t *testing.T) {
 	}
 	// The Secret verified is the one the manager serves.
 	d := convert[appsv1.Deployment](t, find(t, objs, "Deployment", ""))
-	if v := d.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != "metrics-tls" {
-		t.Errorf("volumes %+v, want the Secret metrics-tls", v)
+	if v := volume(t, d, "metrics-cert"); v.Secret == nil || v.Secret.SecretName != "metrics-tls" {
+		t.Errorf("volume %+v, want the Secret metrics-tls", v)
 	}
 	// Further fields merge over the chart's; the CA can come from elsewhere.
 	objs = mustTemplate(t, mgmtChart, mgmtRelease, systemNS, append(withMonitor, "--set", "metrics.certSecret=metrics-tls",
@@ -89,8 +89,8 @@ func TestServiceMonitorValuesDefaultToVerify(t *testing.T) {
 	if v, ok := lookup(values, "serviceMonitor.tlsConfig"); !ok || !reflect.DeepEqual(v, map[string]any{}) {
 		t.Errorf("serviceMonitor.tlsConfig defaults to %v, want {}", v)
 	}
-	if v, _ := lookup(values, "metrics.secure"); v != true {
-		t.Errorf("metrics.secure defaults to %v", v)
+	if v, _ := lookup(values, "config.metricsSecure"); v != true {
+		t.Errorf("config.metricsSecure defaults to %v", v)
 	}
 }
 
@@ -131,10 +131,10 @@ func TestMetricsCertificate(t *testing.T) {
 	if got, want := tlsConfig(t, objs), verifying(secret); !reflect.DeepEqual(got, want) {
 		t.Errorf("tlsConfig %v, want %v", got, want)
 	}
-	d, c := managerContainer(t, objs)
-	if v := d.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != secret ||
-		!slices.Contains(c.Args, "--metrics-cert-dir=/etc/etcdfleet/metrics-cert") {
-		t.Errorf("volumes %+v args %q: the manager does not serve the issued certificate", v, c.Args)
+	d, _ := managerContainer(t, objs)
+	if v, got := volume(t, d, "metrics-cert"), managerConfig(t, objs); v.Secret == nil || v.Secret.SecretName != secret ||
+		got.MetricsCertDir != "/etc/etcdfleet/metrics-cert" {
+		t.Errorf("volume %+v metricsCertDir %q: the manager does not serve the issued certificate", v, got.MetricsCertDir)
 	}
 	// A certSecret given names the Secret cert-manager writes.
 	objs = mustTemplate(t, mgmtChart, mgmtRelease, systemNS, append(append(withMonitor, issuer...), "--api-versions", "cert-manager.io/v1",
@@ -143,7 +143,7 @@ func TestMetricsCertificate(t *testing.T) {
 		t.Errorf("Certificate secretName %q, want metrics.certSecret", s)
 	}
 	// No Certificate without an issuer, nor for plain metrics.
-	for _, args := range [][]string{nil, append(issuer, "--set", "metrics.secure=false")} {
+	for _, args := range [][]string{nil, append(issuer, "--set", "config.metricsSecure=false")} {
 		for _, o := range mustTemplate(t, mgmtChart, mgmtRelease, systemNS, args...) {
 			if o.GetKind() == "Certificate" {
 				t.Errorf("%q renders a Certificate", args)

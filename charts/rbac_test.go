@@ -69,7 +69,7 @@ var mgmtClusterPerms = join(
 	mgmtMetricsAuthPerms,
 )
 
-// mgmtMetricsAuthPerms are granted with metrics.secure only.
+// mgmtMetricsAuthPerms are granted with config.metricsSecure only.
 var mgmtMetricsAuthPerms = join(
 	perms("authentication.k8s.io", "tokenreviews", "create"),
 	perms("authorization.k8s.io", "subjectaccessreviews", "create"),

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,20 +13,20 @@ import (
 // TestSecureMetricsDefaults: /metrics is HTTPS with authn/authz by
 // default, a metrics-reader ClusterRole is there to bind scrapers to, the
 // ServiceMonitor scrapes with a bearer token over HTTPS, and a certificate
-// Secret is mounted where --metrics-cert-dir points.
+// Secret is mounted where metricsCertDir points.
 func TestSecureMetricsDefaults(t *testing.T) {
 	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--api-versions", "monitoring.coreos.com/v1",
 		"--set", "serviceMonitor.enabled=true", "--set", "metrics.certSecret=metrics-tls")
 	d, c := managerContainer(t, objs)
-	for _, a := range []string{"--metrics-secure=true", "--metrics-cert-dir=/etc/etcdfleet/metrics-cert"} {
-		if !slices.Contains(c.Args, a) {
-			t.Errorf("args %q lack %s", c.Args, a)
-		}
+	if got := managerConfig(t, objs); !got.MetricsSecure || got.MetricsCertDir != "/etc/etcdfleet/metrics-cert" {
+		t.Errorf("the manager loads metricsSecure %v metricsCertDir %q", got.MetricsSecure, got.MetricsCertDir)
 	}
-	vols := d.Spec.Template.Spec.Volumes
-	if len(vols) != 1 || vols[0].Secret == nil || vols[0].Secret.SecretName != "metrics-tls" ||
-		len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/etc/etcdfleet/metrics-cert" || !c.VolumeMounts[0].ReadOnly {
-		t.Errorf("certificate volume %+v mounts %+v", vols, c.VolumeMounts)
+	vol := volume(t, d, "metrics-cert")
+	mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "metrics-cert" && m.MountPath == "/etc/etcdfleet/metrics-cert" && m.ReadOnly
+	})
+	if vol.Secret == nil || vol.Secret.SecretName != "metrics-tls" || !mounted {
+		t.Errorf("certificate volume %+v mounts %+v", vol, c.VolumeMounts)
 	}
 	reader := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", mgmtRelease+"-metrics-reader"))
 	want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
@@ -39,14 +40,13 @@ func TestSecureMetricsDefaults(t *testing.T) {
 	}
 }
 
-// TestPlainMetrics: metrics.secure=false drops the review rights, the
+// TestPlainMetrics: config.metricsSecure=false drops the review rights, the
 // reader role and the ServiceMonitor's HTTPS.
 func TestPlainMetrics(t *testing.T) {
 	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--api-versions", "monitoring.coreos.com/v1",
-		"--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false")
-	_, c := managerContainer(t, objs)
-	if !slices.Contains(c.Args, "--metrics-secure=false") || !slices.Contains(c.Args, "--metrics-cert-dir=") {
-		t.Errorf("args %q", c.Args)
+		"--set", "serviceMonitor.enabled=true", "--set", "config.metricsSecure=false")
+	if got := managerConfig(t, objs); got.MetricsSecure || got.MetricsCertDir != "" {
+		t.Errorf("the manager loads metricsSecure %v metricsCertDir %q", got.MetricsSecure, got.MetricsCertDir)
 	}
 	cr := convert[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", mgmtRelease))
 	var plain []perm
@@ -69,7 +69,7 @@ func TestPlainMetrics(t *testing.T) {
 // TestRegistrationNamespace: registrations live apart from the release by
 // default; in the release namespace nothing is created (NOTES warn then).
 func TestRegistrationNamespace(t *testing.T) {
-	for _, o := range mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "namespace=") {
+	for _, o := range mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "config.namespace=") {
 		if o.GetKind() == "Namespace" {
 			t.Errorf("Namespace %s rendered for the release namespace", o.GetName())
 		}
@@ -93,7 +93,7 @@ func TestNetworkPolicy(t *testing.T) {
 			t.Error("a NetworkPolicy is rendered by default")
 		}
 	}
-	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "networkPolicy.enabled=true", "--set", "manager.etcdAccess=direct")
+	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "networkPolicy.enabled=true", "--set", "config.etcdAccess=direct")
 	d, _ := managerContainer(t, objs)
 	np := convert[networkingv1.NetworkPolicy](t, find(t, objs, "NetworkPolicy", mgmtRelease))
 	for k, v := range np.Spec.PodSelector.MatchLabels {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/settings"
 )
 
 // TestDefaults renders the manager chart with its defaults.
@@ -23,23 +23,33 @@ func TestDefaults(t *testing.T) {
 	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS)
 	d, c := managerContainer(t, objs)
 
-	// Every setting is passed, and the manager reads back its own defaults.
-	got := loadArgs(t, c.Args)
+	// Every setting is in the config file, and the manager reads back its
+	// own defaults.
+	got := managerConfig(t, objs)
 	want := settings.Default()
 	if got != want {
-		t.Errorf("the rendered args load as\n%+v\nwant the manager's defaults\n%+v", got, want)
+		t.Errorf("the rendered config loads as\n%+v\nwant the manager's defaults\n%+v", got, want)
 	}
-	flags := map[string]bool{}
-	for _, a := range c.Args {
-		flags[strings.SplitN(strings.TrimPrefix(a, "--"), "=", 2)[0]] = true
+	data, _ := configFile(t, objs)
+	file := map[string]any{}
+	if err := yaml.Unmarshal([]byte(data), &file); err != nil {
+		t.Fatal(err)
 	}
 	for _, s := range settings.Settings(new(settings.Config)) {
-		if !flags[s.Flag] {
-			t.Errorf("setting %s (--%s) is not passed to the manager", s.Key, s.Flag)
+		if _, ok := lookup(file, s.Key); !ok {
+			t.Errorf("setting %s is not in the manager's config file:\n%s", s.Key, data)
 		}
 	}
-	if !slices.Contains(c.Args, "--leader-elect=true") {
-		t.Errorf("leader election is not on: %q", c.Args)
+	if !got.LeaderElection {
+		t.Errorf("leader election is not on: %s", data)
+	}
+	// The Pods roll when the config changes, and only then.
+	sum := d.Spec.Template.Annotations["checksum/config"]
+	other, _ := managerContainer(t, mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "config.limiter.burst=11"))
+	same, _ := managerContainer(t, mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "replicas=3"))
+	if sum == "" || other.Spec.Template.Annotations["checksum/config"] == sum || same.Spec.Template.Annotations["checksum/config"] != sum {
+		t.Errorf("checksum/config %q, %q with another config, %q with the same: want the Pods to roll on config changes only",
+			sum, other.Spec.Template.Annotations["checksum/config"], same.Spec.Template.Annotations["checksum/config"])
 	}
 
 	if *d.Spec.Replicas != 2 || d.Namespace != systemNS || d.Spec.Template.Spec.ServiceAccountName != saName {
@@ -133,14 +143,14 @@ func restricted(t *testing.T, d *appsv1.Deployment) {
 }
 
 // derivedValues are settings whose value is "" in values.yaml because the
-// chart derives the default: manager.agentImage is the manager's own image
+// chart derives the default: config.agentImage is the manager's own image
 // (image.*, by digest when image.digest is set), so that pinning the
-// manager pins the agent alike. TestDefaults checks the rendered flag is
-// still the manager's default.
-var derivedValues = map[string]bool{"manager.agentImage": true}
+// manager pins the agent alike. TestDefaults checks the rendered config
+// still loads as the manager's default.
+var derivedValues = map[string]bool{"config.agentImage": true}
 
-// TestValuesCoverEverySetting: values.yaml has every setting at the helm
-// path settings.Settings names, with the manager's default.
+// TestValuesCoverEverySetting: values.yaml has every setting under config,
+// at its config key, with the manager's default, and nothing else there.
 func TestValuesCoverEverySetting(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(chartDir(mgmtChart), "values.yaml"))
 	if err != nil {
@@ -151,19 +161,40 @@ func TestValuesCoverEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := settings.Default()
+	keys := map[string]bool{}
 	for _, s := range settings.Settings(&d) {
-		v, ok := lookup(values, s.Helm)
+		helm := "config." + s.Key
+		keys[helm] = true
+		v, ok := lookup(values, helm)
 		if !ok {
-			t.Errorf("values.yaml has no %s (setting %s)", s.Helm, s.Key)
+			t.Errorf("values.yaml has no %s (setting %s)", helm, s.Key)
 			continue
 		}
-		if derivedValues[s.Helm] && v == "" {
+		if derivedValues[helm] && v == "" {
 			continue
 		}
 		if !sameValue(v, s.Value()) {
-			t.Errorf("values.yaml %s is %v, but the manager's default for %s is %s", s.Helm, v, s.Key, s.Value())
+			t.Errorf("values.yaml %s is %v, but the manager's default for %s is %s", helm, v, s.Key, s.Value())
 		}
 	}
+	for _, k := range leaves(values["config"], "config") {
+		if !keys[k] {
+			t.Errorf("values.yaml has %s, which is no setting of the manager", k)
+		}
+	}
+}
+
+// leaves are the dotted paths of the non-map values under v.
+func leaves(v any, prefix string) []string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return []string{prefix}
+	}
+	var out []string
+	for k, sub := range m {
+		out = append(out, leaves(sub, prefix+"."+k)...)
+	}
+	return out
 }
 
 func lookup(m map[string]any, path string) (any, bool) {
@@ -197,20 +228,10 @@ func sameValue(v any, want string) bool {
 func TestNonDefaultValues(t *testing.T) {
 	objs := mustTemplate(t, mgmtChart, mgmtRelease, systemNS, nonDefault...)
 	d, c := managerContainer(t, objs)
-	for _, a := range []string{"--limiter-rate=5", "--limiter-burst=20", "--snapshots-max-concurrent=2", "--snapshots-starts-per-minute=30", "--etcd-access=direct", "--workers=16",
-		"--workers-per-cluster=6", "--cluster-request-timeout=3s", "--namespace=registrations", "--leader-election-id=my-lease", "--cluster-burst=1000000",
-		"--replacement-initial-backoff=500ms", "--replacement-window=1h30m", "--cluster-probe-interval=20s", "--zap-log-level=debug"} {
-		if !slices.Contains(c.Args, a) {
-			t.Errorf("args %q lack %s", c.Args, a)
-		}
+	if !slices.Contains(c.Args, "--zap-log-level=debug") {
+		t.Errorf("args %q lack the extraArgs", c.Args)
 	}
-	var known []string // the manager's own flags; extraArgs go to zap
-	for _, a := range c.Args {
-		if !strings.HasPrefix(a, "--zap-") {
-			known = append(known, a)
-		}
-	}
-	got := loadArgs(t, known)
+	got := managerConfig(t, objs)
 	if got.Limiter.Rate != 5 || got.Limiter.Burst != 20 || got.Snapshots.MaxConcurrent != 2 || got.Snapshots.StartsPerMinute != 30 || got.EtcdAccess != "direct" || got.Workers != 16 ||
 		got.WorkersPerCluster != 6 || got.Clusters.RequestTimeout != 3*time.Second || got.Namespace != "registrations" || got.LeaderElectionID != "my-lease" || got.Clusters.Burst != 1000000 ||
 		got.Replacement.InitialBackoff != 500*time.Millisecond || got.Replacement.Window != 90*time.Minute ||
@@ -250,14 +271,14 @@ func TestNonDefaultValues(t *testing.T) {
 
 	// Metrics off (--set gives the number 0): no port, no Service. Decimals
 	// from --set arrive as strings and still reach the manager as numbers.
-	objs = mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "metrics.bindAddress=0",
-		"--set", "limiter.rate=0.5", "--set", "clusters.qps=12.5")
+	objs = mustTemplate(t, mgmtChart, mgmtRelease, systemNS, "--set", "config.metricsBindAddress=0",
+		"--set", "config.limiter.rate=0.5", "--set", "config.clusters.qps=12.5")
 	_, c = managerContainer(t, objs)
-	if got := loadArgs(t, c.Args); got.Limiter.Rate != 0.5 || got.Clusters.QPS != 12.5 || got.MetricsBindAddress != "0" {
+	if got := managerConfig(t, objs); got.Limiter.Rate != 0.5 || got.Clusters.QPS != 12.5 || got.MetricsBindAddress != "0" {
 		t.Errorf("the manager loads rate %v qps %v metrics %q", got.Limiter.Rate, got.Clusters.QPS, got.MetricsBindAddress)
 	}
-	if !slices.Contains(c.Args, "--metrics-bind-address=0") || len(c.Ports) != 1 {
-		t.Errorf("metrics off: args %q ports %+v", c.Args, c.Ports)
+	if len(c.Ports) != 1 {
+		t.Errorf("metrics off: ports %+v", c.Ports)
 	}
 	for _, o := range objs {
 		if o.GetKind() == "Service" {

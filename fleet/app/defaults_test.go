@@ -4,9 +4,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/etcdfleet/etcdfleet/config/settings"
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	"github.com/etcdfleet/etcdfleet/fleet/settings"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"

@@ -5,7 +5,7 @@
 //
 // # Setup
 //
-//	f, err := app.New(restConfig, cfg) // cfg from config/settings
+//	f, err := app.New(restConfig, cfg) // cfg from fleet/settings
 //	err = f.Start(ctx)
 //
 // # Implementation details
@@ -23,8 +23,10 @@
 //     EtcdCluster, EtcdSnapshot, spec.backup, EtcdDefrag, spec.defrag) for
 //     all clusters (multicluster-runtime shares one queue each): the same
 //     wiring the single-cluster operator of the e2e suites runs.
-//   - Each part's options come from config/settings, whose defaults are the
-//     parts' own Default* values (a test checks the mapping keeps them).
+//   - Each part's options come from its own config struct in fleet/settings
+//     (limiter.Config.Options, kubeconfigsecret.ClusterConfig.Apply, ...),
+//     whose defaults are the parts' own Default* values (a test checks the
+//     mapping keeps them).
 //   - The registry turns each engaged cluster into a workload.Cluster whose
 //     Gate is the shared limiter, whose Slots are the shared snapshot
 //     slots (limiter.Slots, apart from the Gate's tokens), whose Paused reads the Secret annotation

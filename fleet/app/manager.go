@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,10 +25,10 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/etcdfleet/etcdfleet/config"
-	"github.com/etcdfleet/etcdfleet/config/settings"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	"github.com/etcdfleet/etcdfleet/fleet/settings"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
@@ -214,12 +213,9 @@ func (f *Fleet) newCluster(c settings.Config) func(context.Context, string, clus
 }
 
 func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.Options {
-	return kubeconfigsecret.Options{
+	o := kubeconfigsecret.Options{
 		Namespace: c.Namespace, Label: fleetv1.RegistrationLabel, Key: fleetv1.KubeconfigKey,
 		PausedAnnotation: fleetv1.PausedAnnotation, NamespacesAnnotation: fleetv1.WatchNamespacesAnnotation,
-		QPS: float32(c.Clusters.QPS), Burst: c.Clusters.Burst,
-		PreflightTimeout: c.Clusters.PreflightTimeout, ProbeInterval: c.Clusters.ProbeInterval,
-		ProbeTimeout: c.Clusters.ProbeTimeout, FailureThreshold: c.Clusters.FailureThreshold,
 		ClusterOptions: []cluster.Option{func(o *cluster.Options) {
 			// One Scheme and one RESTMapper for all workload clusters:
 			// both are read-only once built, and each would otherwise
@@ -256,6 +252,8 @@ func providerOptions(c settings.Config, onChange func(string)) kubeconfigsecret.
 		// that hold EtcdClusters, which nothing would reconcile.
 		Unwatched: workload.UnwatchedNamespaces,
 	}
+	c.Clusters.Apply(&o) // qps, burst, preflight, probes
+	return o
 }
 
 // AccessChecks are the permissions the reconcilers need with etcd access
@@ -308,13 +306,16 @@ func prepare(c settings.Config) func(context.Context, *rest.Config) error {
 	}
 }
 
-// The options of each part, from the settings. Zero settings never reach
-// here (Validate), and settings.Default is made of the parts' own defaults.
+// The options of each part, from the settings: each part's config struct
+// makes its own options (its Options or Apply), and the manager adds the
+// wiring. Zero settings never reach here (Validate), and settings.Default
+// is made of the parts' own defaults.
 
 func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Options {
 	// StartEmpty: a new leader must not spend a second burst (limiter doc).
-	return limiter.Options{Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst, StartEmpty: true, OnGrant: onGrant,
-		OnGranted: logGrant(ctrl.Log.WithName("limiter"))}
+	o := c.Limiter.Options()
+	o.StartEmpty, o.OnGrant, o.OnGranted = true, onGrant, logGrant(ctrl.Log.WithName("limiter"))
+	return o
 }
 
 // logGrant logs every destructive action the limiter lets go, with how
@@ -330,12 +331,15 @@ func logGrant(log logr.Logger) func(gate.Request, time.Duration) {
 }
 
 func slotOptions(c settings.Config, onGrant func(gate.Request)) limiter.SlotOptions {
-	return limiter.SlotOptions{MaxConcurrent: c.Snapshots.MaxConcurrent, StartsPerMinute: c.Snapshots.StartsPerMinute, OnGrant: onGrant}
+	o := c.Snapshots.Options()
+	o.OnGrant = onGrant
+	return o
 }
 
 func dashboardOptions(c settings.Config) dashboard.Options {
-	return dashboard.Options{MinInterval: c.Dashboard.MinInterval, Resync: c.Dashboard.Resync, Sharded: c.Sharding.Enabled,
-		ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name }}
+	o := dashboard.Options{Sharded: c.Sharding.Enabled, ClusterKey: func(ci dashboard.ClusterInfo) string { return ci.Name }}
+	c.Dashboard.Apply(&o)
+	return o
 }
 
 func snapshotOptions(c settings.Config) etcdsnapshot.Options {

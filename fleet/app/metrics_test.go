@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/etcdfleet/etcdfleet/config/settings"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
+	"github.com/etcdfleet/etcdfleet/fleet/settings"
 	"github.com/etcdfleet/etcdfleet/test/envtestenv"
 )
 

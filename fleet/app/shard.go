@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/etcdfleet/etcdfleet/config/settings"
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
+	"github.com/etcdfleet/etcdfleet/fleet/settings"
 )
 
 // fenceRetry is the coordinator's pause after failing to take a fence

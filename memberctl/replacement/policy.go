@@ -9,13 +9,15 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 )
 
-// Policy holds the limits. Defaults live in DefaultPolicy.
+// Policy holds the limits. Defaults live in DefaultPolicy, checks in
+// Validate. It is also the manager's configuration of them: the tags give
+// each field's config key, flag and help (fleet/settings reads them).
 type Policy struct {
-	InitialBackoff time.Duration
-	MaxBackoff     time.Duration
-	Cap            int32
-	Window         time.Duration
-	HealthyReset   time.Duration
+	InitialBackoff time.Duration `mapstructure:"initialBackoff" flag:"replacement-initial-backoff" help:"Wait after a member's first replacement before another; doubles per consecutive replacement."`
+	MaxBackoff     time.Duration `mapstructure:"maxBackoff" flag:"replacement-max-backoff" help:"Longest wait between replacements of one member."`
+	Cap            int32         `mapstructure:"cap" flag:"replacement-cap" help:"Replacements per window whose cause is not node shutdown before a member stops being replaced (ReplacementsExhausted)."`
+	Window         time.Duration `mapstructure:"window" flag:"replacement-window" help:"Window over which the replacement cap counts."`
+	HealthyReset   time.Duration `mapstructure:"healthyReset" flag:"replacement-healthy-reset" help:"How long a member must stay Ready for its backoff and cap to reset."`
 }
 
 // DefaultPolicy is 1 s backoff doubling to 5 min, at most 5 capped

@@ -36,12 +36,12 @@ app.kubernetes.io/part-of: etcdfleet
 
 {{/* Namespace of the registration Secrets and of the Lease. */}}
 {{- define "etcdfleet.registrationNamespace" -}}
-{{- default .Release.Namespace .Values.namespace }}
+{{- default .Release.Namespace .Values.config.namespace }}
 {{- end }}
 
 {{/* Whether the metrics endpoint is on. */}}
 {{- define "etcdfleet.metricsEnabled" -}}
-{{- if ne (toString .Values.metrics.bindAddress) "0" }}true{{ end }}
+{{- if ne (toString .Values.config.metricsBindAddress) "0" }}true{{ end }}
 {{- end }}
 
 {{/* The port of a bind address such as ":8080" or "0.0.0.0:8080". */}}
@@ -66,7 +66,7 @@ else "" (the manager's self-signed certificate).
 
 {{/* Whether the chart creates the metrics Certificate (cert-manager). */}}
 {{- define "etcdfleet.issuesMetricsCert" -}}
-{{- if and .Values.certManager.issuerRef.name .Values.metrics.secure (include "etcdfleet.metricsEnabled" .) }}true{{ end }}
+{{- if and .Values.certManager.issuerRef.name .Values.config.metricsSecure (include "etcdfleet.metricsEnabled" .) }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -78,9 +78,9 @@ no certificate names).
 {{ include "etcdfleet.fullname" . }}-metrics.{{ .Release.Namespace }}.svc
 {{- end }}
 
-{{/* --metrics-cert-dir: metrics.certDir, else the certificate Secret's mount, else "" (self-signed). */}}
+{{/* metricsCertDir: config.metricsCertDir, else the certificate Secret's mount, else "" (self-signed). */}}
 {{- define "etcdfleet.metricsCertDir" -}}
-{{- if .Values.metrics.certDir }}{{ .Values.metrics.certDir }}{{ else if include "etcdfleet.metricsCertSecret" . }}{{ include "etcdfleet.metricsCertMount" . }}{{ end }}
+{{- if .Values.config.metricsCertDir }}{{ .Values.config.metricsCertDir }}{{ else if include "etcdfleet.metricsCertSecret" . }}{{ include "etcdfleet.metricsCertMount" . }}{{ end }}
 {{- end }}
 
 {{/*
@@ -90,4 +90,26 @@ defaults to the appVersion).
 */}}
 {{- define "etcdfleet.image" -}}
 {{- if .Values.image.digest }}{{ printf "%s@%s" .Values.image.repository .Values.image.digest }}{{ else }}{{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}{{ end }}
+{{- end }}
+
+{{/* Where the config ConfigMap is mounted, and its file's name. */}}
+{{- define "etcdfleet.configMount" -}}
+/etc/etcdfleet/config
+{{- end }}
+{{- define "etcdfleet.configKey" -}}
+config.yaml
+{{- end }}
+
+{{/*
+The manager's config file: .Values.config as given, but for three values
+the chart derives when they are empty: namespace (the release namespace),
+agentImage (the manager's own image, pinned alike) and metricsCertDir (the
+mount of metrics.certSecret, when there is one).
+*/}}
+{{- define "etcdfleet.config" -}}
+{{- $c := deepCopy .Values.config }}
+{{- $_ := set $c "namespace" (include "etcdfleet.registrationNamespace" .) }}
+{{- $_ = set $c "agentImage" (.Values.config.agentImage | default (include "etcdfleet.image" .)) }}
+{{- $_ = set $c "metricsCertDir" (include "etcdfleet.metricsCertDir" .) }}
+{{- toYaml $c }}
 {{- end }}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/settings"
 	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/managerproc"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdfleet/etcdfleet/config/settings"
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/managerproc"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -20,7 +20,7 @@ type healRun struct {
 	t0           time.Time // the reboot call
 	rebootCall   time.Duration
 	replicas     int
-	limiter      settings.LimiterConfig // fleet-wide
+	limiter      limiter.Config // fleet-wide
 	tokens       float64                // in the buckets at the reboot, all replicas
 	grants       []managerproc.Grant    // during the heal, all replicas
 	loadAtReboot string
