@@ -19,9 +19,11 @@ type ShareOptions struct {
 	LeaseDuration time.Duration
 	// ListInterval is how often the peer Leases are listed.
 	ListInterval time.Duration
-	// ConfirmDelay is how long a higher claim stays published before it
-	// is applied. It is raised to at least maxViewAge (1.5 ListInterval),
-	// which the bound needs.
+	// ConfirmDelay is how long after a higher claim's write returned the
+	// list it is applied on must have been sent. With consistent lists
+	// (an uncached client) any positive delay keeps the bound; a list
+	// served from a cache that lags the store by up to ConfirmDelay does
+	// too.
 	ConfirmDelay time.Duration
 }
 
@@ -29,9 +31,9 @@ type ShareOptions struct {
 const (
 	DefaultShareLeaseDuration = 15 * time.Second
 	DefaultShareListInterval  = time.Second
-	// DefaultShareConfirmDelay is twice the list interval: every other
-	// replica has listed the new claim before it is applied.
-	DefaultShareConfirmDelay = 2 * time.Second
+	// DefaultShareConfirmDelay tolerates a list a second behind the
+	// store, and costs a raise about one list interval.
+	DefaultShareConfirmDelay = time.Second
 )
 
 func (o ShareOptions) withDefaults() ShareOptions {
@@ -50,11 +52,11 @@ func (o ShareOptions) withDefaults() ShareOptions {
 	if o.ConfirmDelay <= 0 {
 		o.ConfirmDelay = DefaultShareConfirmDelay
 	}
-	o.ConfirmDelay = max(o.ConfirmDelay, o.maxViewAge())
 	return o
 }
 
-// maxViewAge L: a raise uses a list sent at most this long ago.
+// maxViewAge L: a peer is ignored only in a list sent at most this long
+// ago.
 func (o ShareOptions) maxViewAge() time.Duration { return o.ListInterval * 3 / 2 }
 
 // fenceAfter F: a replica whose last renewal (a Lease write that returned
@@ -164,7 +166,7 @@ func (f *FleetShare) Listed(sent, done time.Time, recs []PeerRecord) {
 	f.viewAt = sent
 }
 
-// fresh reports a view recent enough to raise on.
+// fresh reports a view recent enough to ignore a silent peer on.
 func (f *FleetShare) fresh(now time.Time) bool {
 	return !f.viewAt.IsZero() && now.Sub(f.viewAt) <= f.o.maxViewAge()
 }
@@ -183,9 +185,9 @@ func (f *FleetShare) fenced(now time.Time) bool {
 
 // Next returns the Part to apply now, given the requests waiting here.
 // A lower target applies at once. A higher one is applied only up to the
-// claim written at least ConfirmDelay ago, in a view listed since that
-// write and at most maxViewAge old, and up to what the others' claims
-// leave of the fleet's bucket.
+// claim this replica has written, on a list sent at least ConfirmDelay
+// after that write returned, and up to what the others' claims in that
+// list leave of the fleet's bucket.
 func (f *FleetShare) Next(now time.Time, local Demand) Part {
 	f.peak = maxDemand(f.peak, local)
 	if f.fenced(now) {
@@ -195,8 +197,7 @@ func (f *FleetShare) Next(now time.Time, local Demand) Part {
 	}
 	f.want = f.target(now)
 	f.applied = minPart(f.applied, f.want)
-	if !f.claimSince.IsZero() && now.Sub(f.claimSince) >= f.o.ConfirmDelay &&
-		f.viewAt.After(f.claimSince) && f.fresh(now) {
+	if !f.claimSince.IsZero() && !f.viewAt.Before(f.claimSince.Add(f.o.ConfirmDelay)) {
 		room := f.total.minus(f.othersClaim(now))
 		f.applied = maxPart(f.applied, minPart(minPart(f.claim, f.want), room))
 	}
