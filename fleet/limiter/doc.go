@@ -28,8 +28,10 @@
 //
 // Zero Options fields take the Default* constants. Call ForgetCluster when a
 // workload cluster is disengaged. A manager whose replicas share the
-// clusters (sharding) calls SetShare(owned, total) whenever either count
-// changes; see "Across replicas" below.
+// clusters (sharding) applies the part a FleetShare computes from the
+// replicas' published demands with SetPart (see "Following demand"
+// below); SetShare(owned, total), the older split by ownership of
+// "Across replicas", remains for callers without peer Leases.
 //
 // # Usage
 //
