@@ -181,7 +181,7 @@
 // own claim landed.
 //
 // Partitions and deaths only lower the total. A replica whose last
-// renewal (a Lease write returned within W = lease/6) was sent more than
+// renewal (a Lease write returned within W = lease/4) was sent more than
 // F = 2/3 of the lease duration ago applies nothing; when it renews again
 // its old claim no longer counts for it, and it raises from nothing as
 // above. Another replica ignores a peer's claim only when, in a list sent

@@ -64,7 +64,8 @@ func (o ShareOptions) maxViewAge() time.Duration { return o.ListInterval * 3 / 2
 func (o ShareOptions) fenceAfter() time.Duration { return o.LeaseDuration * 2 / 3 }
 
 // writeTimeout W: a write that took longer does not count as a renewal.
-func (o ShareOptions) writeTimeout() time.Duration { return o.LeaseDuration / 6 }
+// A quarter of the lease leaves room for an apiserver slow under load.
+func (o ShareOptions) writeTimeout() time.Duration { return o.LeaseDuration / 4 }
 
 // renewEvery is how often the Lease is written at the latest.
 func (o ShareOptions) renewEvery() time.Duration { return o.LeaseDuration / 3 }
