@@ -126,6 +126,7 @@ type FleetShare struct {
 
 	inflight  *Published
 	lastWrite time.Time // when the last write was sent
+	failed    bool      // the last write failed: retry soon
 	peak      Demand    // local demand since the last write began
 	want      Part      // the target: the claim to publish
 	applied   Part
@@ -231,9 +232,9 @@ func (f *FleetShare) target(now time.Time) Part {
 	return splitParts(f.total, ds)[f.self]
 }
 
-// Due reports whether a Lease write is due: the renewal, or a changed
-// claim or demand at most every minWriteInterval. Never while one is in
-// flight.
+// Due reports whether a Lease write is due: the renewal, or a retry of
+// a failed write, or a changed claim or demand, the last two at most
+// every minWriteInterval. Never while one is in flight.
 func (f *FleetShare) Due(now time.Time) bool {
 	if f.inflight != nil {
 		return false
@@ -244,7 +245,7 @@ func (f *FleetShare) Due(now time.Time) bool {
 	if now.Sub(f.lastWrite) < f.o.minWriteInterval() {
 		return false
 	}
-	return !f.want.near(f.demand.Claim) || f.peak != f.demand.Demand
+	return f.failed || !f.want.near(f.demand.Claim) || f.peak != f.demand.Demand
 }
 
 // BeginWrite returns what to write on the peer Lease, with a fresh
@@ -265,7 +266,7 @@ func (f *FleetShare) BeginWrite(now time.Time) Published {
 // what it applied and how long its claim has stood start over.
 func (f *FleetShare) EndWrite(sent, done time.Time, ok bool) {
 	p := f.inflight
-	f.inflight = nil
+	f.inflight, f.failed = nil, !ok
 	if !ok || p == nil {
 		return
 	}

@@ -160,3 +160,23 @@ func TestFleetShareConcurrentRaisersSeeOneAnother(t *testing.T) {
 		t.Fatalf("a applied %+v; its claim landed first and left room, want most of the bucket", pa)
 	}
 }
+
+// TestFleetShareRetriesAFailedWriteSoon: a failed write is retried after
+// minWriteInterval, not a renewal period later, so that one failure does
+// not fence the replica.
+func TestFleetShareRetriesAFailedWriteSoon(t *testing.T) {
+	c := newCore(t, "a")
+	idle := Demand{Owned: 1}
+	c.fs.Next(c.at(0), idle)
+	c.write(0, true)
+	if c.fs.Due(c.at(1.5)) {
+		t.Fatal("write due 1.5 s after a good one with nothing changed")
+	}
+	c.write(2, false)
+	if c.fs.Due(c.at(2.5)) {
+		t.Fatal("retry due 0.5 s after a failure, want minWriteInterval")
+	}
+	if !c.fs.Due(c.at(3.1)) {
+		t.Fatal("retry not due 1.1 s after a failure")
+	}
+}
