@@ -169,10 +169,12 @@ func TestFleetShareRetriesAFailedWriteSoon(t *testing.T) {
 	idle := Demand{Owned: 1}
 	c.fs.Next(c.at(0), idle)
 	c.write(0, true)
+	c.fs.Next(c.at(1.4), idle)
 	if c.fs.Due(c.at(1.5)) {
 		t.Fatal("write due 1.5 s after a good one with nothing changed")
 	}
 	c.write(2, false)
+	c.fs.Next(c.at(2.4), idle)
 	if c.fs.Due(c.at(2.5)) {
 		t.Fatal("retry due 0.5 s after a failure, want minWriteInterval")
 	}
