@@ -20,9 +20,13 @@ type fsOp struct {
 	recs                  []PeerRecord
 }
 
+// askEvery is how often, in ticks, waiting requests ask again: the
+// limiter's Start loop grants them in between and holds the tokens.
+const askEvery = 10
+
 // fsReplica is one manager replica: a Limiter and its FleetShare, the
-// requests waiting on it (each asks every tick, as a busy controller
-// does), and its Lease traffic.
+// requests waiting on it (each asks every askEvery ticks), and its Lease
+// traffic.
 type fsReplica struct {
 	id      string
 	l       *Limiter
@@ -176,6 +180,14 @@ func (s *fsSim) step(rp *fsReplica) {
 	rp.l.SetPart(rp.fs.Next(s.at(now), d))
 	before := rp.l.grantedTotal
 	rp.l.step()
+	if n := int(rp.l.grantedTotal - before); n > 0 {
+		rp.counts[s.ticks] += n
+		rp.granted += n
+	}
+	if s.ticks%askEvery != 0 {
+		return // the grant is held for the request until it asks
+	}
+	before = rp.l.grantedTotal
 	kept := rp.waiting[:0]
 	for _, r := range rp.waiting {
 		if reserve(rp.l, r).Delay == 0 {

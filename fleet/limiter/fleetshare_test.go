@@ -131,7 +131,7 @@ func TestFleetShareHoldsTheBoundUnderChaos(t *testing.T) {
 // failing on their own for seconds while writes succeed, and replies lost
 // one time in ten. The bound holds.
 func TestFleetShareHoldsTheBoundUnderSwings(t *testing.T) {
-	for seed := int64(1); seed <= 6; seed++ {
+	for seed := int64(1); seed <= 10; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			o := testShareOptions()
 			o.Rate = 20
