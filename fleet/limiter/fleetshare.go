@@ -218,10 +218,11 @@ func (f *FleetShare) othersClaim(now time.Time) Part {
 }
 
 // target is this replica's part of the split of the published demands
-// among the replicas alive in the view: own demand as it will be written
-// next (the peak since the last write, so that a claim goes out with the
-// demand it follows from, in one write), the peers' as listed, leaving out peers gone, ignored, or not renewed for a
-// lease duration (their claims still count until ignored).
+// among the replicas alive in the view: its own demand as it will be
+// written next (the peak since the last write, so that a claim goes out
+// in one write with the demand it follows from), and the peers' as
+// listed, leaving out peers gone or not renewed for a lease duration
+// (their claims still count until ignored).
 func (f *FleetShare) target(now time.Time) Part {
 	ds := []PeerDemand{{ID: f.self, Demand: f.peak}}
 	for id, p := range f.peers {
