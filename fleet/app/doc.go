@@ -57,9 +57,10 @@
 //     Secret controller, the provider, the reconcilers, the limiter and the
 //     dashboard's FleetCluster writes run on every replica; leader
 //     election still picks the one that writes the Fleet and deletes
-//     orphaned FleetClusters. shareKeeper counts the clusters engaged here
-//     and sets the limiter's share of the fleet-wide rate and burst
-//     (fleet/limiter, "Across replicas"), and the snapshot slots' share.
+//     orphaned FleetClusters. The peer Leases also carry each replica's
+//     limiter demand and claim; shareKeeper applies the limiter's part
+//     that follows demand (fleet/limiter, "Following demand") and sets
+//     the snapshot slots' share by the clusters engaged here.
 //
 // # Isolation of clusters
 //

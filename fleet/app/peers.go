@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/sharder"
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
+
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 )
 
 // Peer Leases are named and labelled as multicluster-runtime's own
@@ -41,6 +43,13 @@ const (
 //     coordinator's hashing that this replica owns every cluster;
 //   - a replica that stops deletes its Lease, so the others rebalance at
 //     their next list rather than after ttl.
+//
+// With share set (sharded mode) the Leases also carry the limiter's
+// demand and claim (limiter.FleetShare): the registry lists every
+// share.listEvery (a second, at most the sync interval) and writes when
+// the FleetShare says a write is due (a changed claim or demand, at most
+// once a second, or the renewal). Its client is uncached, so a List reads
+// the store, which the FleetShare's bound rests on.
 type peerRegistry struct {
 	c       client.Client
 	ns      string
@@ -48,6 +57,7 @@ type peerRegistry struct {
 	ttl     time.Duration
 	refresh time.Duration
 	log     logr.Logger
+	share   *shareLink // nil: the Leases carry no limiter share
 
 	listed chan struct{} // closed after the first list
 	once   sync.Once
@@ -93,12 +103,15 @@ func (r *peerRegistry) Snapshot() []sharder.PeerInfo {
 // Run implements peers.Registry: renew and list until ctx ends, then
 // delete this replica's Lease.
 func (r *peerRegistry) Run(ctx context.Context) error {
-	renewEvery := r.ttl / 3
+	renewEvery, every := r.ttl/3, r.refresh
+	if r.share != nil {
+		every = min(every, r.share.listEvery)
+	}
 	var lastRenew time.Time
-	t := time.NewTicker(r.refresh)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if time.Since(lastRenew) >= renewEvery-r.refresh/2 {
+		if r.renewDue(lastRenew, renewEvery) {
 			if err := r.renew(ctx); err != nil && ctx.Err() == nil {
 				r.log.V(1).Info("Renewing the peer Lease failed; retrying", "error", err.Error())
 			} else {
@@ -119,7 +132,28 @@ func (r *peerRegistry) Run(ctx context.Context) error {
 
 func (r *peerRegistry) leaseName() string { return fmt.Sprintf("%s-%s", peerPrefix, r.self.ID) }
 
+// renewDue: every renewEvery (less half a tick, so that the tick does
+// not stretch it), or as the FleetShare says.
+func (r *peerRegistry) renewDue(last time.Time, renewEvery time.Duration) bool {
+	if r.share != nil {
+		return r.share.due(time.Now())
+	}
+	return time.Since(last) >= renewEvery-r.refresh/2
+}
+
+// renew writes this replica's Lease; with share, the FleetShare learns
+// the write's send and return times and whether it succeeded.
 func (r *peerRegistry) renew(ctx context.Context) error {
+	if r.share == nil {
+		return r.write(ctx, nil)
+	}
+	sent := time.Now()
+	err := r.write(ctx, r.share.begin(sent))
+	r.share.end(sent, time.Now(), err == nil)
+	return err
+}
+
+func (r *peerRegistry) write(ctx context.Context, ann map[string]string) error {
 	now := metav1.NowMicro()
 	var l coordv1.Lease
 	err := r.c.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.leaseName()}, &l)
@@ -128,6 +162,9 @@ func (r *peerRegistry) renew(ctx context.Context) error {
 			Labels: map[string]string{peerLabel: "true", peerPrefixLabel: peerPrefix}}}
 	} else if err != nil {
 		return err
+	}
+	for k, v := range ann {
+		metav1.SetMetaDataAnnotation(&l.ObjectMeta, k, v)
 	}
 	l.Spec.HolderIdentity = ptr.To(r.self.ID)
 	l.Spec.RenewTime = &now
@@ -139,17 +176,28 @@ func (r *peerRegistry) renew(ctx context.Context) error {
 }
 
 func (r *peerRegistry) list(ctx context.Context) error {
+	sent := time.Now()
 	var ls coordv1.LeaseList
 	if err := r.c.List(ctx, &ls, client.InNamespace(r.ns),
 		client.MatchingLabels{peerLabel: "true", peerPrefixLabel: peerPrefix}); err != nil {
 		return err
 	}
 	seen := make(map[string]time.Time, len(ls.Items))
+	var recs []limiter.PeerRecord
 	for _, l := range ls.Items {
 		if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil || l.DeletionTimestamp != nil {
 			continue
 		}
 		seen[*l.Spec.HolderIdentity] = l.Spec.RenewTime.Time
+		if r.share != nil {
+			// Every write changes the resourceVersion: the FleetShare
+			// compares it for change, never a peer's clock.
+			recs = append(recs, limiter.PeerRecord{ID: *l.Spec.HolderIdentity, Renewal: l.ResourceVersion,
+				Published: limiter.ParsePublished(l.Annotations, r.share.total)})
+		}
+	}
+	if r.share != nil {
+		r.share.listed(sent, time.Now(), recs)
 	}
 	r.mu.Lock()
 	r.peers = seen

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	"github.com/etcdfleet/etcdfleet/fleet/settings"
 )
 
@@ -30,6 +32,7 @@ const fenceRetry = 750 * time.Millisecond
 type sharding struct {
 	coord   *sharded.Coordinator
 	replica string
+	share   *shareLink
 }
 
 // newSharding builds multicluster-runtime's sharded coordinator for the
@@ -55,18 +58,77 @@ func newSharding(restCfg *rest.Config, c settings.Config) (*sharding, error) {
 	log := ctrl.Log.WithName("sharding")
 	d, every := c.Sharding.LeaseDuration, c.Sharding.SyncInterval
 	reg := newPeerRegistry(cli, c.Namespace, id, d, every, log)
+	reg.share = newShareLink(reg.Self().ID, limiter.ShareOptions{
+		Rate: rate.Limit(c.Limiter.Rate), Burst: c.Limiter.Burst,
+		LeaseDuration: d, ListInterval: min(every, shareListInterval)})
 	coord := sharded.New(cli, log, sharded.WithPeerRegistry(reg),
 		sharded.WithShardLease(c.Namespace, fencePrefix),
 		sharded.WithLeaseTimings(d, d/3, fenceRetry),
 		// Rehash is unused by the HRW sharder at v0.24.1.
 		sharded.WithSynchronizationIntervals(every, 3*every))
-	return &sharding{coord: coord, replica: reg.Self().ID}, nil
+	return &sharding{coord: coord, replica: reg.Self().ID, share: reg.share}, nil
 }
 
-// shareKeeper splits the limiter by share: it counts the clusters engaged
-// here (an Aware of the multicluster manager, so it sees exactly what the
-// reconcilers can act on) and sets the limiter's share to them over the
-// registered clusters whenever either changes.
+// shareListInterval is how often the peer Leases are listed in sharded
+// mode, so that the limiter's parts follow demand within a second or two:
+// one List of a handful of Leases per replica per second.
+const shareListInterval = time.Second
+
+// shareLink holds this replica's limiter.FleetShare, which is not safe
+// for concurrent use, between the peer registry, which feeds it the Lease
+// traffic, and the share keeper, which applies its parts.
+type shareLink struct {
+	mu        sync.Mutex
+	fs        *limiter.FleetShare
+	total     limiter.Part // a malformed claim reads as this
+	listEvery time.Duration
+}
+
+func newShareLink(self string, o limiter.ShareOptions) *shareLink {
+	return &shareLink{fs: limiter.NewFleetShare(self, o), listEvery: o.ListInterval,
+		total: limiter.Part{Burst: o.Burst, Rate: float64(o.Rate)}}
+}
+
+func (s *shareLink) due(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fs.Due(now)
+}
+
+// begin returns the annotations of the write about to be sent.
+func (s *shareLink) begin(now time.Time) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fs.BeginWrite(now).Annotations()
+}
+
+func (s *shareLink) end(sent, done time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fs.EndWrite(sent, done, ok)
+}
+
+func (s *shareLink) listed(sent, done time.Time, recs []limiter.PeerRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fs.Listed(sent, done, recs)
+}
+
+func (s *shareLink) next(now time.Time, d limiter.Demand) limiter.Part {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fs.Next(now, d)
+}
+
+// shareKeeper splits the limiter and the snapshot slots across replicas.
+// It counts the clusters engaged here (an Aware of the multicluster
+// manager, so it sees exactly what the reconcilers can act on). The
+// snapshot slots take their share by that count over the registered
+// clusters whenever either changes; the limiter's part follows demand
+// (limiter.FleetShare): every partTick the keeper passes the limiter's
+// waiting requests and the count to the FleetShare and applies the part
+// it returns. The tick bounds how late a fenced replica stops granting,
+// well within the margin the FleetShare leaves for it.
 type shareKeeper struct {
 	f  *Fleet
 	mu sync.Mutex
@@ -90,19 +152,35 @@ func (k *shareKeeper) add(d int) {
 	k.update()
 }
 
-// update sets the limiter's share from the current counts.
+// update sets the snapshot slots' share from the current counts.
 func (k *shareKeeper) update() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	total := len(k.f.Provider.States())
-	k.f.Limiter.SetShare(min(k.n, total), total)
 	k.f.Snapshots.SetShare(min(k.n, total), total)
 }
 
-// Start implements manager.Runnable: the keeper only reacts.
+// partTick is how often the limiter's part is recomputed.
+const partTick = 100 * time.Millisecond
+
+// Start implements manager.Runnable: it applies the FleetShare's part
+// every partTick, and none once stopped.
 func (k *shareKeeper) Start(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
+	t := time.NewTicker(partTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			k.f.Limiter.SetPart(limiter.Part{})
+			return nil
+		case <-t.C:
+		}
+		d := k.f.Limiter.Demand()
+		k.mu.Lock()
+		d.Owned = k.n
+		k.mu.Unlock()
+		k.f.Limiter.SetPart(k.f.sharding.share.next(time.Now(), d))
+	}
 }
 
 // NeedLeaderElection: every replica keeps its own share.
@@ -136,12 +214,12 @@ type unelected struct{ manager.Runnable }
 func (unelected) NeedLeaderElection() bool { return false }
 
 // addSharded adds what sharded mode adds to the manager: the share keeper,
-// starting from no share (a replica owns nothing until it engages), and
-// the limiter on every replica.
+// starting from no part (nothing is granted before the FleetShare's first
+// Lease write), and the limiter on every replica.
 func (f *Fleet) addSharded() error {
 	k := &shareKeeper{f: f}
 	f.shares = k
-	f.Limiter.SetShare(0, 1)
+	f.Limiter.SetPart(limiter.Part{})
 	f.Snapshots.SetShare(0, 1)
 	if err := f.Manager.Add(k); err != nil {
 		return err

@@ -28,8 +28,10 @@
 //
 // Zero Options fields take the Default* constants. Call ForgetCluster when a
 // workload cluster is disengaged. A manager whose replicas share the
-// clusters (sharding) calls SetShare(owned, total) whenever either count
-// changes; see "Across replicas" below.
+// clusters (sharding) applies the part a FleetShare computes from the
+// replicas' published demands with SetPart (see "Following demand"
+// below); SetShare(owned, total), the older split by ownership of
+// "Across replicas", remains for callers without peer Leases.
 //
 // # Usage
 //
@@ -127,7 +129,90 @@
 // clusters are healed leaves its share unused while another's clusters
 // wait, and quorum-lost-first ordering holds within a replica, not
 // across. A fleet heal with k replicas can therefore take longer than
-// with one, up to the busiest replica's queue at its share.
+// with one, up to the busiest replica's queue at its share. FleetShare
+// (below) removes that cost.
+//
+// # Following demand
+//
+// FleetShare replaces the split by ownership with one that follows
+// demand, so that a replica whose clusters healed hands its part to one
+// whose clusters wait. It is a pure state machine: the manager feeds it
+// its peer Lease traffic and applies the Part it returns with SetPart.
+//
+// A Part is a Burst and a Rate, accounted apart: if at every moment the
+// replicas' Bursts add up to at most Burst and their Rates to at most
+// Rate, then any window of any length T sees at most Burst + Rate·T grants
+// across them, however the parts change, since a bucket holds at most its
+// burst when the window opens, gains at most its rate during it, a smaller
+// part clamps the bucket and a larger one never adds tokens. Accounting
+// them apart, rather than as one fraction rounded by shareOf, is what lets
+// a change of part inside a window keep the bound exactly, and lets an
+// idle replica keep one token of burst at almost no rate.
+//
+// Each replica publishes on its peer Lease, at every renewal and on
+// change (at most once per second), its Demand (requests waiting with
+// quorum lost, others, clusters owned; DemandAnnotation) and its claim,
+// the most it may be granting (ClaimAnnotation). Every replica computes
+// the same target split from the published demands (splitParts): a token
+// of burst for each replica owning clusters or with requests waiting, a
+// rate floor (5% of Rate if waiting, 1% if idle), and the rest by the
+// quorum-lost requests waiting if any replica has some, else by all
+// waiting, else by clusters owned. Its own target it applies as follows:
+//
+//   - Lower: at once, then the lower claim is published.
+//   - Higher: the claim is published first. The raise is applied on a
+//     list of the peer Leases sent at least ConfirmDelay after that write
+//     returned, and only as far as the claims in that list leave room.
+//   - A write that failed may still have landed, so from the moment it is
+//     sent the lower of its claim and the previous one is what counts.
+//
+// Invariant: a replica's applied part never exceeds the claim on its
+// Lease. Why the parts never add up to more than the bucket: of the
+// replicas holding a raised part, take the one, k, whose claim's write
+// landed last. Its list was sent after that write returned, so after
+// every other replica's claim landed, and shows each of them at least at
+// the part that replica applies now (a replica lowers its part before its
+// claim, and raising again takes a new claim, which would have landed
+// after k's). k applied at most what those claims left. Concurrent raisers
+// thus need no tie-break: whichever claim landed second sees the first.
+// This needs lists that read the store, as the uncached client's do; a
+// list served from a cache that lags by λ keeps it while λ ≤ ConfirmDelay
+// (default 1 s), since each raiser's list then reads the store after its
+// own claim landed.
+//
+// Partitions and deaths only lower the total. A replica whose last
+// renewal (a Lease write returned within W = lease/4) was sent more than
+// F = 2/3 of the lease duration ago applies nothing; when it renews again
+// its old claim no longer counts for it, and it raises from nothing as
+// above. Another replica ignores a peer's claim only when, in a list sent
+// at most L = 1.5 list intervals ago, the peer's Lease has not changed
+// for F + W + L plus a sixth of the lease since it first listed the
+// current one: any renewal the peer sent within F of its last would have
+// landed within W, before that list, so the peer has been applying
+// nothing since its F ran out. Renewal times are compared for change
+// only, never across clocks; durations are measured on each replica's own
+// clock, and the sixth of the lease covers their drift and the manager's
+// tick. A killed replica grants nothing; its claim blocks its part until
+// it is ignored. A Lease deleted on shutdown is ignored after the same
+// time, since the replica may still have been granting. A claim that is
+// missing or malformed (a replica of an older version, during a rollout)
+// reads as the whole bucket: the others cannot grow until it is gone.
+//
+// It never halts: a replica with requests waiting has a target of at
+// least a token of burst and 5% of the rate, the others lower to their
+// targets as soon as they list its demand, and its raise then finds room.
+// Quorum-lost requests go first fleet-wide: while some replica has them, a
+// replica with only other requests runs at its floor. With more replicas
+// active than Burst tokens, those beyond get no burst until one drains.
+//
+// Simulated (fleetshare_test.go, a fake clock, random latency, lost
+// replies, kills, partitions, lists failing alone): no window of 0.1 to
+// 20 s exceeds Burst + Rate·T and the parts in force never exceed the
+// bucket; with 4:1:1 ownership and requests on one replica only, 60
+// requests heal in 1.13× and 120 in 1.07× one bucket's time (the split
+// by ownership: 1.6×); the cost is the burst held by the idle replicas
+// (a token each, and their parts as the fleet went idle) and one list
+// interval or two before the busy replica's raise.
 //
 // # Snapshot starts: the Slots class
 //

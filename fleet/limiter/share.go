@@ -113,3 +113,36 @@ func (l *Limiter) drainLocked(now time.Time) {
 	}
 	l.refund = 0
 }
+
+// SetPart puts p in force at once, in both directions: the caller
+// (FleetShare) has already waited what a larger part needs. A larger part
+// never adds tokens, the bucket refills at the new rate; a smaller one
+// clamps the bucket; no part (a zero Burst or Rate) grants nothing and
+// starts the next part from an empty bucket.
+func (l *Limiter) SetPart(p Part) {
+	if l.opts.Rate == rate.Inf {
+		return
+	}
+	sh := share{limit: rate.Limit(p.Rate), burst: p.Burst}
+	if p.none() {
+		// A positive limit keeps the bucket's arithmetic finite; nothing is
+		// taken from it while none.
+		sh = share{limit: l.opts.Rate, burst: 1, none: true}
+	}
+	l.mu.Lock()
+	l.pendingShare, l.pendingAt = nil, time.Time{}
+	if sh != l.currentShareLocked() {
+		l.applyShareLocked(sh, l.nowLocked())
+	}
+	l.mu.Unlock()
+	l.nudge()
+}
+
+// Demand returns the requests waiting here whose etcd cluster lost
+// quorum and the others, for FleetShare (Owned is the caller's).
+func (l *Limiter) Demand() Demand {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lost := l.queue.size[urgent]
+	return Demand{Lost: lost, Other: l.queue.len() - lost}
+}
