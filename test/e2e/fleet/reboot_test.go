@@ -40,7 +40,17 @@ func rebootSpecs() {
 			Eventually(func() int { return len(deletes(logs)) }).WithContext(ctx).WithTimeout(time.Minute).
 				WithPolling(10*time.Millisecond).Should(BeNumerically(">=", limiterBurst+limiterRate), "the burst and the first tokens are spent")
 			reboot(ctx, "w4")
+			// Beside the heal, not before it: waitHealed times each cluster
+			// when it sees it healed.
+			By("etcdfleetctl status printing every row as the FleetClusters have it, mid-heal")
+			statusChecked := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(statusChecked)
+				expectStatusMidHeal(ctx)
+			}()
 			healed := waitHealed(ctx, rebootAt, before, 2*time.Minute, workloads...)
+			<-statusChecked
 			heal := maxOf(healed)
 			figures.Lock()
 			figures.healTime = heal
