@@ -19,7 +19,7 @@ var monitoringAPI = []string{"--api-versions", "monitoring.coreos.com/v1"}
 // wantAlerts are the alerts the chart ships (docs/operations.md, "Alerts
 // and dashboard", has a section for each).
 var wantAlerts = []string{
-	"EtcdfleetClusterDisconnected", "EtcdfleetQuorumLost", "EtcdfleetBackupBehind", "EtcdfleetBackupTooOld",
+	"EtcdfleetClusterDisconnected", "EtcdfleetQuorumLost", "EtcdfleetEtcdAlarm", "EtcdfleetEtcdNearQuota", "EtcdfleetBackupBehind", "EtcdfleetBackupTooOld",
 	"EtcdfleetCredentialsExpiring", "EtcdfleetCredentialsExpired", "EtcdfleetLimiterStuck",
 	"EtcdfleetLimiterWaitTooLong", "EtcdfleetManagerDown", "EtcdfleetManagerReplicaDown",
 }

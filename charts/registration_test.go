@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 )
 
 // TestDocsUseTheRegistrationConstants: the charts' notes and values and the
@@ -26,7 +27,9 @@ func TestDocsUseTheRegistrationConstants(t *testing.T) {
 	// etcdfleet.io/<name>, but not the API groups (etcd.etcdfleet.io/...).
 	key := regexp.MustCompile(`(?:^|[^.a-z])(etcdfleet\.io/[a-z0-9-]+)`)
 	fromFile := regexp.MustCompile(`--from-file=([^=\s]+)=`)
-	known := map[string]bool{fleetv1.RegistrationLabel: true, fleetv1.PausedAnnotation: true, fleetv1.ClusterIDAnnotation: true}
+	known := map[string]bool{fleetv1.RegistrationLabel: true, fleetv1.PausedAnnotation: true, fleetv1.ClusterIDAnnotation: true,
+		// The limiter's part of the fleet bucket, on each replica's peer Lease.
+		limiter.DemandAnnotation: true, limiter.ClaimAnnotation: true}
 	mentions := map[string][]string{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
@@ -36,8 +39,8 @@ func TestDocsUseTheRegistrationConstants(t *testing.T) {
 		rel, _ := filepath.Rel(root, f)
 		for _, m := range key.FindAllStringSubmatch(string(raw), -1) {
 			if !known[m[1]] {
-				t.Errorf("%s names %s, which is none of fleetv1.RegistrationLabel (%s), PausedAnnotation (%s) and ClusterIDAnnotation (%s)",
-					rel, m[1], fleetv1.RegistrationLabel, fleetv1.PausedAnnotation, fleetv1.ClusterIDAnnotation)
+				t.Errorf("%s names %s, which is none of fleetv1.RegistrationLabel (%s), PausedAnnotation (%s), ClusterIDAnnotation (%s) "+
+					"and the limiter's DemandAnnotation and ClaimAnnotation", rel, m[1], fleetv1.RegistrationLabel, fleetv1.PausedAnnotation, fleetv1.ClusterIDAnnotation)
 			}
 			mentions[m[1]] = append(mentions[m[1]], rel)
 		}
