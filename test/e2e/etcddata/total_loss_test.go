@@ -129,9 +129,12 @@ var _ = Describe("restore after total loss, its snapshot checked first", func() 
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ec), ec)).To(Succeed())
 			g.Expect(ec.Status.Recovery).NotTo(BeNil())
+		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(ec.Status.Recovery.Source.SnapshotName).To(Equal(oldest.Name), "decided before any member was removed")
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ec), ec)).To(Succeed())
 			g.Expect(ec.Status.Recovery.Phase).To(Equal(v1alpha1.RecoveryRestored))
-		}).WithTimeout(6 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		Expect(ec.Status.Recovery.Source.SnapshotName).To(Equal(oldest.Name))
+		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
 
 		By("holding what the oldest snapshot holds, and the Event naming what was passed over and why")
