@@ -55,6 +55,12 @@
 //     Event; the Job is replaced after Options.CleanupRetry. Nothing waits
 //     for it: the cluster's reconcilers never look at deleted snapshots.
 //
+//   - verify.go builds the Job (<snapshot>-verify, controlled by the
+//     EtcdSnapshot) that the EtcdCluster reconciler runs before a restore
+//     after total loss: the same agent with --check-sha256 reads the stored
+//     copy back against the artifact, without etcd access; ReadVerifyJob
+//     reads its outcome.
+//
 // # Trade-offs
 //
 // The Job's Pods carry managed-by=etcdfleet (so the label-narrowed Pod
