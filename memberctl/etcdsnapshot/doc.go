@@ -21,7 +21,6 @@
 //   - Pending: the cluster must exist and have a member with a Pod; until
 //     then the snapshot waits (ClusterNotFound) and is looked at again
 //     every Options.Requeue.
-//
 //   - Pending, with a member to dial: a slot is asked of the cluster's
 //     gate.Slots (workload.Cluster.Slots; the fleet's limiter.Slots bounds
 //     the snapshots running fleet-wide). Without one the snapshot stays
@@ -31,25 +30,20 @@
 //     and released at a terminal phase or when the EtcdSnapshot is gone;
 //     it expires at the Job's activeDeadlineSeconds plus a minute, so a
 //     lost release never halts backups.
-//
 //   - The Job (<snapshot>-snapshot, controlled by the EtcdSnapshot) runs
 //     `etcdfleet-agent snapshot-agent` (package memberctl/snapshot/agent)
 //     against the members' client URLs, with the cluster's CA and operator
 //     client certificate and the S3 credentials as Secret volumes, never as
 //     environment variables. It has no ServiceAccount token: the agent never
 //     talks to the apiserver.
-//
 //   - The agent reports by its termination message: the Result as JSON, or
 //     its error. Once the Job is Complete or Failed the reconciler reads the
 //     newest Pod of that outcome straight from the apiserver (the cache may
 //     not hold its final status yet) and records the artifact or the error.
-//
 //   - A Job that disappears while Started fails the snapshot
 //     (SnapshotJobLost): its outcome is unknown and it is never re-run.
-//
 //   - Status writes use optimistic locking (Update), so a final phase is
 //     written once.
-//
 //   - deletionPolicy Delete (cleanup.go): the snapshot carries the
 //     finalizer FinalizerSnapshotCleanup. Once deleted, a snapshot Job still
 //     running is waited for, then a cleanup Job (<snapshot>-cleanup, the
@@ -60,7 +54,6 @@
 //     A failed cleanup sets CleanedUp=False CleanupFailed and a Warning
 //     Event; the Job is replaced after Options.CleanupRetry. Nothing waits
 //     for it: the cluster's reconcilers never look at deleted snapshots.
-//
 //   - verify.go builds the Job (<snapshot>-verify, controlled by the
 //     EtcdSnapshot) that the EtcdCluster reconciler runs before a restore
 //     after total loss: the same agent with --check-sha256 reads the stored
