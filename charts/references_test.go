@@ -64,11 +64,13 @@ func TestReferencesNeedTheRequestersRights(t *testing.T) {
 	w1 := f.Cluster("w1")
 	wc := adminClient(t, w1.Config)
 	installCRDs(ctx, t, wc, filepath.Join(chartDir(workloadChart), "crds"))
+	const ns = "team"
+	createNamespace(ctx, t, wc, ns, nil)
+	// Made before the policies: its endpoint would be refused now.
+	mustCreate(ctx, t, wc, backupCluster(ns, "legacy", "s3-creds", "http://127.0.0.1:9000"))
 	if err := config.Apply(ctx, wc, "etcdfleetctl", registered); err != nil {
 		t.Fatalf("install as etcdfleetctl register does: %v", err)
 	}
-	const ns = "team"
-	createNamespace(ctx, t, wc, ns, nil)
 	users := teamUsers(ctx, t, wc, w1.Config, ns)
 
 	t.Run("config, as register applies it", func(t *testing.T) {
@@ -223,6 +225,15 @@ func referencesHold(ctx context.Context, t *testing.T, wc client.Client, users m
 		refusedSaying("an EtcdSnapshot to "+endpoint, snapshotPolicy, err, "is refused: a loopback, link-local", "allowedS3Endpoints")
 		refusedSaying("an EtcdCluster backing up to "+endpoint, clusterPolicy, cerr, "is refused")
 	}
+	legacy := &etcdv1.EtcdCluster{}
+	if err := wc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, legacy); err != nil {
+		t.Fatal(err)
+	}
+	legacy.Spec.Replicas = ptrTo(int32(3))
+	admitted("scaling an EtcdCluster made before the policy, with a loopback endpoint", wc.Update(ctx, legacy.DeepCopy(), client.DryRunAll))
+	legacy.Spec.Backup.Location.S3.Endpoint = "http://127.0.0.1:9001"
+	refusedSaying("moving that cluster's backups to another loopback endpoint", clusterPolicy, wc.Update(ctx, legacy, client.DryRunAll),
+		`"127.0.0.1"`)
 	moved := cur.DeepCopy()
 	moved.Spec.Backup.Location.S3.Endpoint = "http://169.254.169.254"
 	refusedSaying("an EtcdCluster's backups moved to the metadata address", clusterPolicy, wc.Update(ctx, moved, client.DryRunAll),
