@@ -76,6 +76,9 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"--set", "admissionPolicy.allowedImages={quay.io/coreos/etcd:v3.6.0}"}, // a tag: repositories only
 		{"--set", "admissionPolicy.allowedImages={evil' || true || 'x}"},        // would break out of the CEL string
 		{"--set", "admissionPolicy.allowedImages=null"},
+		{"--set", "admissionPolicy.allowedS3Endpoints={evil' || true || 'x}"},   // would break out of the CEL string
+		{"--set", "admissionPolicy.allowedS3Endpoints={http://127.0.0.1:8333}"}, // a host, not a URL
+		{"--set", "admissionPolicy.allowedS3Endpoints={MinIO.local}"},
 	} {
 		if _, err := template(t, workloadChart, workloadRelease, systemNS, bad...); err == nil || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("workload chart: %s: want a schema error, got %v", strings.Join(bad, " "), err)

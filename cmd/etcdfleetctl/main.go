@@ -37,7 +37,7 @@ func registerCmd() *cobra.Command {
 	var m mgmtFlags
 	var kubeconfig, kctx, server string
 	var ttl time.Duration
-	var watch, oldWatch, images []string
+	var watch, oldWatch, images, s3Endpoints []string
 	var clusterWide bool
 	c := &cobra.Command{
 		Use:   "register NAME (--namespaces=a,b | --cluster-wide)",
@@ -59,7 +59,7 @@ is granted cluster-wide besides.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := ctl.RegisterOptions{Name: args[0], Namespace: m.namespace, TokenDuration: ttl,
-				WatchNamespaces: append(watch, oldWatch...), ClusterWide: clusterWide, AllowedImages: images, Server: server,
+				WatchNamespaces: append(watch, oldWatch...), ClusterWide: clusterWide, AllowedImages: images, AllowedS3Endpoints: s3Endpoints, Server: server,
 				Out: cmd.OutOrStdout(), Warnings: cmd.ErrOrStderr()}
 			// The scope first: a missing choice is refused before any
 			// kubeconfig is read.
@@ -91,6 +91,8 @@ is granted cluster-wide besides.`,
 		"grant the manager its rights in every namespace (a ClusterRoleBinding): the token can then get any Secret by name and port-forward into any Pod; this or --namespaces is required")
 	c.Flags().StringSliceVar(&images, "allowed-images", nil,
 		"image repositories whose every tag the admission policy lets etcdfleet's Pods run, replacing the default (etcdfleet's own); list your mirror of the manager's agentImage. etcd's official images are admitted at the supported versions regardless, and refused here")
+	c.Flags().StringSliceVar(&s3Endpoints, "allowed-s3-endpoints", nil,
+		"S3 endpoint hosts (a name or IP, exactly) or CIDRs that EtcdClusters and EtcdSnapshots may name although the admission policies refuse them by default: loopback, link-local, unspecified and cloud metadata addresses. Snapshot Jobs send the whole keyspace and the S3 credentials there")
 	m.bind(c)
 	return c
 }

@@ -53,6 +53,11 @@ type RegisterOptions struct {
 	// lets etcdfleet's Pods run (default: config/rbac/workload's, etcd's
 	// official images and etcdfleet's own). Name mirrors here.
 	AllowedImages []string
+	// AllowedS3Endpoints (--allowed-s3-endpoints) are S3 endpoint hosts
+	// (names or IPs, exactly) and CIDRs the admission policies admit
+	// although they refuse loopback, link-local, unspecified and metadata
+	// addresses by default (AdmissionManifests).
+	AllowedS3Endpoints []string
 	// Server overrides the workload apiserver URL written to the Secret, for
 	// when the manager reaches it at another address than the caller does.
 	Server string
@@ -132,7 +137,7 @@ func Register(ctx context.Context, o RegisterOptions) error {
 		return err
 	}
 	namespaces := normalizeNamespaces(o.WatchNamespaces)
-	manifests, err := withAllowedImages(config.WorkloadManifests(), o.AllowedImages)
+	manifests, err := AdmissionManifests(o.AllowedImages, o.AllowedS3Endpoints)
 	if err != nil {
 		return err
 	}

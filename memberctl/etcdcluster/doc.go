@@ -92,9 +92,16 @@
 // TotalLoss=True, reason RestoreNotEnabled (no opt-in) or NoSnapshot (no
 // Complete EtcdSnapshot of the cluster), each with one Warning Event and
 // nothing else done. With spec.recovery.restoreOnTotalLoss and a
-// snapshot, the shared gate is asked (action TotalLossRestore), then the
-// decision is written to status.recovery (phase Restoring: the newest
-// Complete snapshot's resolved source, the lost members, the lost cluster
+// snapshot, the snapshot to restore is checked where it is stored
+// (verify.go): a Job of the snapshot (etcdsnapshot.BuildVerifyJob) reads
+// its object or file back, which must have the size and sha256 the
+// snapshot recorded (TotalLoss True VerifyingSnapshot meanwhile). The
+// newest Complete snapshot is tried first; one that fails is passed over
+// for the next newest, and when none verifies the cluster is left as it
+// is with TotalLoss True NoVerifiedSnapshot and a Warning Event, the
+// checks run again once 10 minutes old. Then the shared gate is asked
+// (action TotalLossRestore), and the decision is written to
+// status.recovery (phase Restoring: the verified snapshot's resolved source, the lost members, the lost cluster
 // ID, the revisions and time the snapshot cannot hold) together with a new
 // cluster token and an empty cluster ID, in one status update with the
 // resourceVersion read. From then on the lost members are invisible to the
@@ -109,6 +116,7 @@
 // ScalingDown, MemberDormant, MemberResumed, ClusterIDLatched,
 // DeadlineExceeded, BootstrapFailed, ClusterUnreachable, AddLearnerFailed,
 // PromoteFailed, MemberRemovalDone, RestoreNotEnabled, NoSnapshot,
+// NoVerifiedSnapshot,
 // RestoringAfterTotalLoss, RestoredAfterTotalLoss, UpgradeBlocked.
 //
 // # Trade-offs

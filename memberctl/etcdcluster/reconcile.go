@@ -16,6 +16,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pdb"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/service"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -51,6 +52,10 @@ type Reconciler struct {
 	// cluster-wide crash-loop and pod-loss backoff and cap. The zero value
 	// means replacement.DefaultPolicy().
 	Policy replacement.Policy
+	// Snapshot builds the Job that checks a snapshot before a restore
+	// after total loss (its image is the agent's); the zero value means
+	// etcdsnapshot.DefaultOptions().
+	Snapshot etcdsnapshot.Options
 
 	// health paces the looks at etcd's own health per cluster.
 	health healthClock
@@ -69,6 +74,8 @@ type pass struct {
 	ec   *v1alpha1.EtcdCluster // status is rebuilt in place
 	orig *v1alpha1.EtcdCluster
 	now  time.Time
+	// snapshotOptions build the check of a snapshot to restore.
+	snapshotOptions etcdsnapshot.Options
 
 	members *memberSet // nil until listed
 	// versions: what the running members report, judged against
@@ -113,7 +120,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if r.Now != nil {
 		now = r.Now()
 	}
-	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now, health: &r.health}
+	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now, health: &r.health, snapshotOptions: r.Snapshot}
+	if p.snapshotOptions.Image == "" {
+		p.snapshotOptions = etcdsnapshot.DefaultOptions()
+	}
 	res, err := p.run(ctx)
 	if p.members != nil {
 		p.buildStatus()

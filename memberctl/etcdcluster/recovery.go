@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -48,35 +47,6 @@ func (p *pass) observeRevision(ctx context.Context) {
 		st.LastObserved = &v1alpha1.ObservedRevision{Revision: s.Revision, At: metav1.NewTime(p.now.Truncate(time.Second))}
 		return
 	}
-}
-
-// newestSnapshot is the Complete EtcdSnapshot of this cluster that
-// completed last, or nil. Snapshots created before this EtcdCluster are of
-// an earlier cluster of the same name, and are never restored on their own.
-func (p *pass) newestSnapshot(ctx context.Context) (*v1alpha1.EtcdSnapshot, error) {
-	var list v1alpha1.EtcdSnapshotList
-	if err := p.cl.Client.List(ctx, &list, client.InNamespace(p.ec.Namespace)); err != nil {
-		return nil, fmt.Errorf("list EtcdSnapshots: %w", err)
-	}
-	return newestComplete(list.Items, p.ec), nil
-}
-
-// newestComplete picks, among snaps, the newest Complete snapshot of ec (by
-// completedAt, then revision).
-func newestComplete(snaps []v1alpha1.EtcdSnapshot, ec *v1alpha1.EtcdCluster) *v1alpha1.EtcdSnapshot {
-	var best *v1alpha1.EtcdSnapshot
-	for i := range snaps {
-		s := &snaps[i]
-		if s.Spec.ClusterRef.Name != ec.Name || s.Status.Phase != v1alpha1.SnapshotComplete ||
-			s.Status.Artifact == nil || s.Status.CompletedAt == nil || s.CreationTimestamp.Before(&ec.CreationTimestamp) {
-			continue
-		}
-		if best == nil || best.Status.CompletedAt.Before(s.Status.CompletedAt) ||
-			(best.Status.CompletedAt.Equal(s.Status.CompletedAt) && best.Status.Artifact.Revision < s.Status.Artifact.Revision) {
-			best = s
-		}
-	}
-	return best
 }
 
 // newRecovery is the restore decision for snap, with what it cannot hold:

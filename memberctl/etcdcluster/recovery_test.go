@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 )
 
 // Restore after total loss, decided by the cluster controller. The
@@ -72,6 +74,51 @@ var _ = Describe("restore after total loss", func() {
 		snapshot("snap", "ec", v1alpha1.SnapshotComplete, time.Now().Add(time.Minute), 100)
 		return ec
 	}
+	// checked plays the Job controller and the agent for the checks of
+	// snapshots (etcdsnapshot.BuildVerifyJob) the reconciler started: the
+	// check of each named snapshot ends, verified when its message is
+	// empty, failed with that termination message otherwise.
+	checked := func(outcomes map[string]string) {
+		GinkgoHelper()
+		for name, msg := range outcomes {
+			job := &batchv1.Job{}
+			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: etcdsnapshot.VerifyJobName(name)}, job)).To(Succeed(),
+				"the check of %s was started", name)
+			Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElement(HavePrefix("--check-sha256=")))
+			now := metav1.NewTime(h.now)
+			job.Status.StartTime = &now
+			if msg == "" {
+				job.Status.CompletionTime, job.Status.Succeeded = &now, 1
+				job.Status.Conditions = []batchv1.JobCondition{
+					{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+					{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+				Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+				continue
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: job.Name + "-" + string(job.UID)[:8], Labels: job.Spec.Template.Labels},
+				Spec: job.Spec.Template.Spec}
+			pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+			Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+			pod.Status.Phase = corev1.PodFailed
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: job.Spec.Template.Spec.Containers[0].Name,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: msg}}}}
+			Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+			job.Status.Failed = 1
+			job.Status.Conditions = []batchv1.JobCondition{
+				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded"},
+				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded",
+					Message: "Job has reached the specified backoff limit"}}
+			Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+		}
+	}
+	// untouched: no member is being removed and no restore was decided.
+	untouched := func(ec *v1alpha1.EtcdCluster) {
+		GinkgoHelper()
+		Expect(h.get(ec).Status.Recovery).To(BeNil())
+		for _, m := range h.members() {
+			Expect(m.DeletionTimestamp).To(BeNil(), "nothing is removed before a snapshot verified")
+		}
+	}
 	// finalizeAll plays the member controller: deleted members let go.
 	finalizeAll := func() {
 		GinkgoHelper()
@@ -92,6 +139,10 @@ var _ = Describe("restore after total loss", func() {
 		snapshot("failed", "ec", v1alpha1.SnapshotFailed, base.Add(2*time.Minute), 0)
 		snapshot("other", "someone-else", v1alpha1.SnapshotComplete, base.Add(3*time.Minute), 400)
 
+		h.reconcile(ec)
+		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonVerifyingSnapshot))
+		untouched(ec)
+		checked(map[string]string{"newer": ""})
 		h.reconcile(ec)
 		st := h.get(ec).Status
 		Expect(st.Recovery).NotTo(BeNil())
@@ -186,6 +237,8 @@ var _ = Describe("restore after total loss", func() {
 		pending()
 		h.now = h.now.Add(time.Minute + time.Second)
 		h.reconcile(ec)
+		checked(map[string]string{"snap": ""})
+		h.reconcile(ec)
 		Expect(h.get(ec).Status.Recovery).NotTo(BeNil())
 		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoringAfterTotalLoss))
 	})
@@ -216,8 +269,66 @@ var _ = Describe("restore after total loss", func() {
 
 		Expect(k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 		h.reconcile(ec)
+		checked(map[string]string{"snap": ""})
+		h.reconcile(ec)
 		Expect(h.get(ec).Status.Recovery).NotTo(BeNil(), "no grace period: the claims go as soon as no Pod uses them")
 		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonRestoringAfterTotalLoss))
+	})
+
+	It("checks the snapshot's stored copy first, falls back to the next newest, and with none verified touches nothing", func() {
+		ec := lostMemoryCluster(true)
+		base := time.Now().Add(time.Minute)
+		snapshot("oldest", "ec", v1alpha1.SnapshotComplete, base, 100)
+		snapshot("older", "ec", v1alpha1.SnapshotComplete, base.Add(time.Minute), 200)
+		snapshot("newest", "ec", v1alpha1.SnapshotComplete, base.Add(2*time.Minute), 300)
+
+		By("the newest one's object was deleted: the next newest is checked")
+		h.reconcile(ec)
+		checked(map[string]string{"newest": "read back the stored snapshot: The specified key does not exist."})
+		h.reconcile(ec)
+		Expect(conditionReason(h.get(ec), v1alpha1.ConditionTotalLoss)).To(Equal(v1alpha1.ReasonVerifyingSnapshot))
+		untouched(ec)
+
+		By("the next one was overwritten by another upload: none left that verifies but the oldest, which is not checked yet")
+		checked(map[string]string{"older": "stored snapshot differs from the one streamed: 10 bytes sha256 00, want 4096 bytes sha256 ab"})
+		h.reconcile(ec)
+		untouched(ec)
+
+		By("the oldest failing too: NoVerifiedSnapshot, one Warning, nothing removed")
+		checked(map[string]string{"oldest": "read back the stored snapshot: connection refused"})
+		h.reconcile(ec)
+		h.reconcile(ec)
+		c := apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionTotalLoss)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Reason).To(Equal(v1alpha1.ReasonNoVerifiedSnapshot))
+		Expect(c.Message).To(And(ContainSubstring("none of the 3 Complete EtcdSnapshots"),
+			ContainSubstring("newest (s3://backups/prod/newest.db): "), ContainSubstring("The specified key does not exist"),
+			ContainSubstring("older (s3://backups/prod/older.db): "), ContainSubstring("differs")))
+		Expect(callsLike(h.events.All(), "Warning "+v1alpha1.ReasonNoVerifiedSnapshot)).To(HaveLen(1), "one Event")
+		untouched(ec)
+		Expect(h.get(ec).Status.ClusterID).NotTo(BeEmpty())
+
+		By("once the failed checks are stale, they run again; the oldest now verifies and is restored")
+		h.now = h.now.Add(verifyFresh + time.Second)
+		h.reconcile(ec) // the stale checks are deleted...
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: etcdsnapshot.VerifyJobName("newest")}, &batchv1.Job{})).
+				To(WithTransform(apierrors.IsNotFound, BeTrue()))
+		}).Should(Succeed())
+		h.reconcile(ec) // ...and started again
+		checked(map[string]string{"newest": "read back the stored snapshot: The specified key does not exist."})
+		h.reconcile(ec) // older's stale check deleted
+		h.reconcile(ec) // and started again
+		checked(map[string]string{"older": "stored snapshot differs"})
+		h.reconcile(ec)
+		h.reconcile(ec)
+		checked(map[string]string{"oldest": ""})
+		h.reconcile(ec)
+		st := h.get(ec).Status
+		Expect(st.Recovery).NotTo(BeNil())
+		Expect(st.Recovery.Source.SnapshotName).To(Equal("oldest"))
+		Expect(h.events.All()).To(ContainElement(And(ContainSubstring(v1alpha1.ReasonRestoringAfterTotalLoss),
+			ContainSubstring("EtcdSnapshot oldest"), ContainSubstring("Passed over"), ContainSubstring("newest (s3://backups/prod/newest.db)"))))
 	})
 
 	It("never restores while one member's Pod may still hold data", func() {

@@ -70,6 +70,12 @@ const lostClaimGrace = 5 * time.Minute
 // lastTransitionTime records since when. Zero: it has lasted long enough.
 func (p *pass) lostClaimsWait(why string) time.Duration {
 	c := apimeta.FindStatusCondition(p.ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+	if c != nil && c.Status == metav1.ConditionTrue {
+		// Counted already, and held since (clearTotalLoss drops the
+		// condition once it does not): the snapshot check or the limiter
+		// that followed must not start the grace period over.
+		return 0
+	}
 	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != v1alpha1.ReasonClaimsLostPending {
 		apimeta.SetStatusCondition(&p.ec.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionTotalLoss,
 			Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonClaimsLostPending, ObservedGeneration: p.ec.Generation,
@@ -193,14 +199,28 @@ func (p *pass) onTotalLoss(ctx context.Context, why string) (ctrl.Result, bool, 
 			"spec.recovery.restoreOnTotalLoss is off: delete and recreate the cluster, restoring it from a snapshot", why))
 		return ctrl.Result{}, false, nil
 	}
-	snap, err := p.newestSnapshot(ctx)
-	if err != nil || snap == nil {
-		if err == nil {
-			p.setTotalLoss(v1alpha1.ReasonNoSnapshot, fmt.Sprintf("every member's data is gone (%s) and "+
-				"no Complete EtcdSnapshot of cluster %s exists to restore from", why, p.ec.Name))
-		}
+	choice, err := p.verifiedSnapshot(ctx)
+	switch {
+	case err != nil:
 		return ctrl.Result{}, false, err
+	case choice.candidates == 0:
+		p.setTotalLoss(v1alpha1.ReasonNoSnapshot, fmt.Sprintf("every member's data is gone (%s) and "+
+			"no Complete EtcdSnapshot of cluster %s exists to restore from", why, p.ec.Name))
+		return ctrl.Result{}, false, nil
+	case choice.checking != nil:
+		// Nothing is removed before the snapshot is known to be there.
+		p.setCondition(v1alpha1.ConditionTotalLoss, metav1.ConditionTrue, v1alpha1.ReasonVerifyingSnapshot,
+			fmt.Sprintf("every member's data is gone (%s); checking that EtcdSnapshot %s is still stored as it recorded (%s) before restoring it.%s",
+				why, choice.checking.Name, choice.checking.Status.Artifact.URI, describeSkipped(choice.skipped)))
+		return ctrl.Result{RequeueAfter: requeueVerify}, true, nil
+	case choice.chosen == nil:
+		p.setTotalLoss(v1alpha1.ReasonNoVerifiedSnapshot, fmt.Sprintf("every member's data is gone (%s), and none of the %d "+
+			"Complete EtcdSnapshots of cluster %s is stored as it recorded, so nothing was restored or removed.%s "+
+			"They are checked again in %s; or restore the cluster by hand", why, choice.candidates, p.ec.Name,
+			describeSkipped(choice.skipped), verifyFresh))
+		return ctrl.Result{RequeueAfter: requeueNoVerified}, false, nil
 	}
+	snap := choice.chosen
 	if p.cl.IsPaused() {
 		p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "every member's data is gone; the restore waits: destructive actions are paused for this workload cluster")
 		return ctrl.Result{RequeueAfter: requeueMembers}, true, nil
@@ -221,8 +241,8 @@ func (p *pass) onTotalLoss(ctx context.Context, why string) (ctrl.Result, bool, 
 		return ctrl.Result{}, true, err
 	}
 	p.event(corev1.EventTypeWarning, v1alpha1.ReasonRestoringAfterTotalLoss,
-		"Every member's data of etcd cluster %s is gone (%s); restoring %s as a new cluster. %s",
-		prev, why, describeSource(r), describeLoss(r))
+		"Every member's data of etcd cluster %s is gone (%s); restoring %s, its stored copy checked, as a new cluster. %s%s",
+		prev, why, describeSource(r), describeLoss(r), describeSkipped(choice.skipped))
 	return ctrl.Result{RequeueAfter: requeueStale}, true, nil
 }
 

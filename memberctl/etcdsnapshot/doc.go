@@ -54,6 +54,11 @@
 //     A failed cleanup sets CleanedUp=False CleanupFailed and a Warning
 //     Event; the Job is replaced after Options.CleanupRetry. Nothing waits
 //     for it: the cluster's reconcilers never look at deleted snapshots.
+//   - verify.go builds the Job (<snapshot>-verify, controlled by the
+//     EtcdSnapshot) that the EtcdCluster reconciler runs before a restore
+//     after total loss: the same agent with --check-sha256 reads the stored
+//     copy back against the artifact, without etcd access; ReadVerifyJob
+//     reads its outcome.
 //
 // # Trade-offs
 //

@@ -181,8 +181,13 @@ func (st *run) observe(ctx context.Context, job *batchv1.Job) (ctrl.Result, erro
 // Pods are read from the apiserver: the Job's condition may be in the
 // cache before its Pod's final status is.
 func (st *run) lastMessage(ctx context.Context, job *batchv1.Job, phase corev1.PodPhase) (string, error) {
+	return podMessage(ctx, st.cl.Reader, job, st.s.Name, phase)
+}
+
+// podMessage is lastMessage for Job job of snapshot snap, read from r.
+func podMessage(ctx context.Context, r client.Reader, job *batchv1.Job, snap string, phase corev1.PodPhase) (string, error) {
 	var pods corev1.PodList
-	if err := st.cl.Reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{LabelSnapshot: st.s.Name}); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{LabelSnapshot: snap}); err != nil {
 		return "", err
 	}
 	var newest *corev1.Pod

@@ -111,7 +111,7 @@ func controllers() []controllerRow {
 		// The cluster reconciler lifts the cluster-wide replacement cap with
 		// the members' policy, so both use the same one.
 		{name: workload.ClusterController, build: func(o Options) workload.Reconciler {
-			return notifying{r: &etcdcluster.Reconciler{Clusters: o.Clusters, Policy: o.Member.Policy}, notify: o.ClusterReconciled}
+			return notifying{r: &etcdcluster.Reconciler{Clusters: o.Clusters, Policy: o.Member.Policy, Snapshot: o.Snapshot}, notify: o.ClusterReconciled}
 		}},
 		{name: workload.DefragController, build: func(o Options) workload.Reconciler {
 			return &etcddefrag.Reconciler{Clusters: o.Clusters, Options: o.Defrag}

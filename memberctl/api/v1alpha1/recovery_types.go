@@ -149,6 +149,14 @@ const (
 	// ReasonNoSnapshot (True): the opt-in is on but the cluster has no
 	// Complete EtcdSnapshot to restore from.
 	ReasonNoSnapshot = "NoSnapshot"
+	// ReasonVerifyingSnapshot (True): the snapshot to restore is being
+	// read back where it is stored (size, sha256) before anything is
+	// removed.
+	ReasonVerifyingSnapshot = "VerifyingSnapshot"
+	// ReasonNoVerifiedSnapshot (True): no Complete EtcdSnapshot of the
+	// cluster is stored as it recorded (each object missing or changed);
+	// nothing was restored or removed.
+	ReasonNoVerifiedSnapshot = "NoVerifiedSnapshot"
 	// ReasonRestoringAfterTotalLoss (True): the restore is under way.
 	ReasonRestoringAfterTotalLoss = "RestoringAfterTotalLoss"
 	// ReasonRestoredAfterTotalLoss (False): the restored cluster formed.

@@ -60,6 +60,11 @@ type Config struct {
 	// Delete removes the stored snapshot instead of taking one (Delete);
 	// Endpoints and TLS are not used.
 	Delete bool
+	// CheckSHA256 and CheckSize, when set, check the stored snapshot
+	// against them instead of taking one (Check); Endpoints and TLS are
+	// not used.
+	CheckSHA256 string
+	CheckSize   int64
 }
 
 // Result is what a successful run reports in its termination message.

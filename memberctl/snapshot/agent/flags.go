@@ -26,6 +26,8 @@ const (
 	flagTimeout     = "timeout"
 	flagTermMessage = "termination-message-path"
 	flagDelete      = "delete"
+	flagCheckSHA256 = "check-sha256"
+	flagCheckSize   = "check-size"
 )
 
 // BindFlags binds cfg to the subcommand's flags; S3 is set when
@@ -44,6 +46,8 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.Int64Var(&cfg.PartSize, flagPartSize, DefaultPartSize, "multipart upload part size in bytes (at least 5 MiB)")
 	fs.DurationVar(&cfg.Timeout, flagTimeout, DefaultTimeout, "timeout of the whole run")
 	fs.BoolVar(&cfg.Delete, flagDelete, false, "delete the stored snapshot (S3 object or file) instead of taking one; etcd is not dialled")
+	fs.StringVar(&cfg.CheckSHA256, flagCheckSHA256, "", "check the stored snapshot (S3 object or file) against this sha256 and --"+flagCheckSize+" instead of taking one; etcd is not dialled")
+	fs.Int64Var(&cfg.CheckSize, flagCheckSize, 0, "the size in bytes the stored snapshot must have (with --"+flagCheckSHA256+")")
 	fs.StringVar(&cfg.TerminationMessagePath, flagTermMessage, "/dev/termination-log", "where the result (JSON) or the error is written")
 }
 
@@ -64,6 +68,10 @@ func Args(cfg Config) []string {
 	}
 	if cfg.Delete {
 		args = append(args, "--"+flagDelete)
+	}
+	opt(flagCheckSHA256, cfg.CheckSHA256)
+	if cfg.CheckSize != 0 {
+		opt(flagCheckSize, strconv.FormatInt(cfg.CheckSize, 10))
 	}
 	opt(flagEndpoints, strings.Join(cfg.Endpoints, ","))
 	opt(flagCAFile, cfg.CAFile)

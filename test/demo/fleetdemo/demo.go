@@ -20,6 +20,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/settings"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
+	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
 )
 
 // Options shape the demo. Defaults live in DefaultOptions.
@@ -140,7 +141,10 @@ func (d *driver) register(ctx context.Context) error {
 			return err
 		}
 		if err := ctl.Register(ctx, ctl.RegisterOptions{Name: w.Name, Workload: w.Config, Management: mgmt.Config,
-			Namespace: Namespace, WatchNamespaces: []string{etcdNamespace}, Out: io.Discard}); err != nil {
+			Namespace: Namespace, WatchNamespaces: []string{etcdNamespace},
+			// The demo's object store is on a loopback address, which the
+			// admission policies refuse unless allowed, as a user would.
+			AllowedS3Endpoints: []string{objstore.IP}, Out: io.Discard}); err != nil {
 			return fmt.Errorf("register %s: %w", w.Name, err)
 		}
 	}

@@ -2,8 +2,10 @@ package etcddata_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -97,6 +99,59 @@ var _ = Describe("restore after total loss", func() {
 	}, SpecTimeout(10*time.Minute))
 })
 
+// The snapshot a restore after total loss would use is read back where it
+// is stored before any member is removed: the newest one's object was
+// deleted and the next one's overwritten, so the cluster comes back from
+// the oldest, which still holds what it recorded.
+var _ = Describe("restore after total loss, its snapshot checked first", func() {
+	const cluster, ns, name = "faults", "total-loss-verify", "tlv"
+
+	It("passes over snapshots whose objects were deleted or overwritten and restores the newest that verifies", func(ctx SpecContext) {
+		c := clients[cluster]
+		ec, etcd, s3 := startRecoverable(ctx, cluster, ns, name, true)
+		oldest := snapshotNamed(ctx, cluster, ns, name, "oldest", s3.Endpoint)
+		etcd.PutKeys(ctx, "mid", 10)
+		older := snapshotNamed(ctx, cluster, ns, name, "older", s3.Endpoint)
+		etcd.PutKeys(ctx, "new", 10)
+		newest := snapshotNamed(ctx, cluster, ns, name, "newest", s3.Endpoint)
+		etcd.Close()
+
+		By("deleting the newest snapshot's object and overwriting the next one's")
+		mc, err := s3.Client()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mc.RemoveObject(ctx, "backups", newest.Name+".db", minio.RemoveObjectOptions{})).To(Succeed())
+		junk := strings.Repeat("not this snapshot ", 100)
+		_, err = mc.PutObject(ctx, "backups", older.Name+".db", strings.NewReader(junk), int64(len(junk)), minio.PutObjectOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("losing power on every node")
+		Expect(fleet.Cluster(cluster).PowerLoss(ctx, 2*time.Second)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ec), ec)).To(Succeed())
+			g.Expect(ec.Status.Recovery).NotTo(BeNil())
+		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Expect(ec.Status.Recovery.Source.SnapshotName).To(Equal(oldest.Name), "decided before any member was removed")
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ec), ec)).To(Succeed())
+			g.Expect(ec.Status.Recovery.Phase).To(Equal(v1alpha1.RecoveryRestored))
+		}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
+
+		By("holding what the oldest snapshot holds, and the Event naming what was passed over and why")
+		re := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+		defer re.Close()
+		re.ExpectKeys(ctx, "k", 100)
+		re.ExpectKeys(ctx, "mid", 0)
+		list, err := fleet.Cluster(cluster).Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(list.Items).To(ContainElement(And(HaveField("InvolvedObject.Name", name),
+			HaveField("Reason", v1alpha1.ReasonRestoringAfterTotalLoss),
+			HaveField("Message", And(ContainSubstring("EtcdSnapshot oldest"), ContainSubstring("Passed over"),
+				ContainSubstring("newest (s3://backups/newest.db)"), ContainSubstring("older (s3://backups/older.db)"),
+				ContainSubstring("differs"))))))
+	}, SpecTimeout(12*time.Minute))
+})
+
 // startRecoverable creates a 3-member EtcdCluster opted in to restore
 // after total loss, with an object store and its Secret "s3" in ns, and
 // returns it once Available with the keys k/0..99 written, a client and
@@ -119,8 +174,15 @@ func startRecoverable(ctx context.Context, cluster, ns, name string, memory bool
 // store at endpoint (startRecoverable's) and returns it Complete.
 func snapshotNow(ctx context.Context, cluster, ns, name, endpoint string) *v1alpha1.EtcdSnapshot {
 	GinkgoHelper()
+	return snapshotNamed(ctx, cluster, ns, name, "last-good", endpoint)
+}
+
+// snapshotNamed is snapshotNow with the EtcdSnapshot's name, snap; its
+// object is <snap>.db in bucket "backups".
+func snapshotNamed(ctx context.Context, cluster, ns, name, snapName, endpoint string) *v1alpha1.EtcdSnapshot {
+	GinkgoHelper()
 	c := clients[cluster]
-	snap := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "last-good"},
+	snap := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: snapName},
 		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: name},
 			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: endpoint, Bucket: "backups",
 				CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"}}}}}

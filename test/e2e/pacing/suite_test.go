@@ -110,7 +110,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		// admission policies users get, through a cache scoped to it.
 		Expect(wc[w].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: etcdNS}})).To(Succeed())
 		Expect(ctl.Register(ctx, ctl.RegisterOptions{Name: w, Workload: sb.Cluster(w).Config, Management: sb.Cluster("mgmt").Config,
-			Namespace: secretNS, WatchNamespaces: []string{etcdNS}, Out: GinkgoWriter})).To(Succeed())
+			Namespace: secretNS, WatchNamespaces: []string{etcdNS}, AllowedS3Endpoints: []string{objstore.IP}, Out: GinkgoWriter})).To(Succeed())
 		Expect(wc[w].Create(ctx, e2eutil.S3Secret(etcdNS, s3))).To(Succeed())
 		Expect(wc[w].Create(ctx, e2eutil.NewEtcdCluster(etcdNS, etcdName, 1, false))).To(Succeed())
 	}

@@ -1,0 +1,156 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
+)
+
+// Before a restore after total loss removes anything, the snapshot it
+// would restore is read back where it is stored: an object deleted, or
+// replaced by another upload, since the snapshot completed would otherwise
+// be found missing only by the restored seed, once every member is gone.
+// The check runs in the workload cluster, as a Job of the snapshot
+// (etcdsnapshot.BuildVerifyJob): the store is often reachable only from
+// there, with the Secret or claim the snapshot names. Candidates are the
+// cluster's Complete snapshots, newest first; one that does not hold what
+// it recorded is passed over for the next, and with none left the
+// cluster stays down (NoVerifiedSnapshot) with nothing touched.
+
+const (
+	// verifyFresh is how long a check's outcome stands. Past it, the
+	// Job is deleted and the snapshot checked again: a store that was
+	// down may be back, and an old "verified" says little about now.
+	verifyFresh = 10 * time.Minute
+	// requeueVerify: a check reads one object; poll its Job at this pace
+	// (the cluster controller does not watch Jobs).
+	requeueVerify = 5 * time.Second
+	// requeueNoVerified: with no snapshot left that verifies, look again
+	// once the failed checks are stale.
+	requeueNoVerified = verifyFresh
+)
+
+// snapshotChoice is what verifiedSnapshot found.
+type snapshotChoice struct {
+	// chosen is the newest snapshot whose stored copy verified.
+	chosen *v1alpha1.EtcdSnapshot
+	// checking is the snapshot whose check runs; the choice waits for it.
+	checking *v1alpha1.EtcdSnapshot
+	// skipped says, for each newer snapshot passed over, why.
+	skipped []string
+	// candidates is the number of Complete snapshots of the cluster.
+	candidates int
+}
+
+// verifiedSnapshot walks the cluster's Complete snapshots newest first and
+// returns the first whose stored copy verifies, or the one being checked.
+func (p *pass) verifiedSnapshot(ctx context.Context) (snapshotChoice, error) {
+	var list v1alpha1.EtcdSnapshotList
+	if err := p.cl.Client.List(ctx, &list, client.InNamespace(p.ec.Namespace)); err != nil {
+		return snapshotChoice{}, fmt.Errorf("list EtcdSnapshots: %w", err)
+	}
+	snaps := completeNewestFirst(list.Items, p.ec)
+	c := snapshotChoice{candidates: len(snaps)}
+	for _, s := range snaps {
+		ok, why, err := p.checkStored(ctx, s)
+		switch {
+		case err != nil:
+			return c, fmt.Errorf("check EtcdSnapshot %s: %w", s.Name, err)
+		case ok:
+			c.chosen = s
+			return c, nil
+		case why == "":
+			c.checking = s
+			return c, nil
+		}
+		c.skipped = append(c.skipped, fmt.Sprintf("%s (%s): %s", s.Name, s.Status.Artifact.URI, why))
+	}
+	return c, nil
+}
+
+// checkStored reports whether the stored copy of s verified (ok), or why
+// not; neither means its check is under way (started here if needed).
+func (p *pass) checkStored(ctx context.Context, s *v1alpha1.EtcdSnapshot) (ok bool, why string, err error) {
+	job := &batchv1.Job{}
+	err = p.cl.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: etcdsnapshot.VerifyJobName(s.Name)}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, "", p.startVerify(ctx, s)
+	case err != nil:
+		return false, "", err
+	case job.DeletionTimestamp != nil:
+		return false, "", nil // a stale check going away; its successor starts next pass
+	case !metav1.IsControlledBy(job, s):
+		return false, "Job " + job.Name + " is in the way: it was not made for this snapshot", nil
+	}
+	out, err := etcdsnapshot.ReadVerifyJob(ctx, p.cl.Reader, s.Name, job)
+	switch {
+	case err != nil || !out.Done:
+		return false, "", err
+	case p.now.Sub(out.At) > verifyFresh:
+		err := p.cl.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
+			client.Preconditions{UID: &job.UID})
+		return false, "", client.IgnoreNotFound(err)
+	case out.Verified:
+		return true, "", nil
+	case out.Message == "":
+		return false, "its stored copy could not be read back", nil
+	}
+	return false, out.Message, nil
+}
+
+func (p *pass) startVerify(ctx context.Context, s *v1alpha1.EtcdSnapshot) error {
+	job := etcdsnapshot.BuildVerifyJob(s, p.snapshotOptions)
+	if err := controllerutil.SetControllerReference(s, job, p.cl.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := p.cl.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("start the check of EtcdSnapshot %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// completeNewestFirst are the Complete snapshots of ec among snaps, the
+// newest (by completedAt, then revision) first. Snapshots created before
+// ec are of an earlier cluster of the same name, and are never restored on
+// their own.
+func completeNewestFirst(snaps []v1alpha1.EtcdSnapshot, ec *v1alpha1.EtcdCluster) []*v1alpha1.EtcdSnapshot {
+	var out []*v1alpha1.EtcdSnapshot
+	for i := range snaps {
+		s := &snaps[i]
+		if s.Spec.ClusterRef.Name != ec.Name || s.Status.Phase != v1alpha1.SnapshotComplete || s.DeletionTimestamp != nil ||
+			s.Status.Artifact == nil || s.Status.CompletedAt == nil || s.CreationTimestamp.Before(&ec.CreationTimestamp) {
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Status, out[j].Status
+		if !a.CompletedAt.Equal(b.CompletedAt) {
+			return b.CompletedAt.Before(a.CompletedAt)
+		}
+		return a.Artifact.Revision > b.Artifact.Revision
+	})
+	return out
+}
+
+// describeSkipped is what a restore or its refusal says of the newer
+// snapshots passed over.
+func describeSkipped(skipped []string) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	return " Passed over, as their stored copies do not hold what they recorded: " + strings.Join(skipped, "; ") + "."
+}
