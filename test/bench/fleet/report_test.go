@@ -20,9 +20,9 @@ type healRun struct {
 	t0           time.Time // the reboot call
 	rebootCall   time.Duration
 	replicas     int
-	limiter      limiter.Config // fleet-wide
-	tokens       float64                // in the buckets at the reboot, all replicas
-	grants       []managerproc.Grant    // during the heal, all replicas
+	limiter      limiter.Config      // fleet-wide
+	tokens       float64             // in the buckets at the reboot, all replicas
+	grants       []managerproc.Grant // during the heal, all replicas
 	loadAtReboot string
 	managerRSS   float64
 }
