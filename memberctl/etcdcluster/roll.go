@@ -59,7 +59,12 @@ func planRoll(running []*v1alpha1.EtcdMember, target string) rollPlan {
 	return r
 }
 
-func (r rollPlan) done() bool { return r.inFlight == nil && len(r.behind) == 0 }
+// rolling reports a roll under way: members still to change, or (once a
+// roll was seen under way) the last one changed not yet running target. A
+// member that has not reported its version yet is no roll by itself.
+func (r rollPlan) rolling(wasRolling bool) bool {
+	return len(r.behind) > 0 || (r.inFlight != nil && wasRolling)
+}
 
 func (r rollPlan) progress() string {
 	return fmt.Sprintf("%d/%d members on etcd %s", r.onTarget, r.total, r.target)
@@ -84,7 +89,7 @@ func (p *pass) roll(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	plan := planRoll(p.members.running, target)
-	if plan.done() {
+	if len(plan.behind) == 0 {
 		return ctrl.Result{}, nil
 	}
 	if why, after := p.rollHeld(plan); why != "" {
@@ -234,7 +239,7 @@ func (p *pass) setRollStatus() {
 		return
 	}
 	plan := planRoll(p.members.running, target)
-	if target == "" || plan.done() {
+	if target == "" || !plan.rolling(wasRolling) {
 		if c.Reason == v1alpha1.ReasonUpgrading {
 			// Carried by the lock while a member restarted; nothing rolls now.
 			p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonReconciled, p.reconciledMessage())

@@ -352,8 +352,9 @@ type ReplacementLease struct {
 	// podUID is the UID of the Pod being replaced.
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
-	// action is the kind of replacement: CrashLoopReplace, PodLossReplace
-	// or NodeLossReplace.
+	// action is the kind of replacement: CrashLoopReplace, PodLossReplace,
+	// NodeLossReplace, or VersionRoll (a memory member rolled to a new
+	// etcd version).
 	Action string `json:"action"`
 	// since is when the lease was taken.
 	Since metav1.Time `json:"since"`
