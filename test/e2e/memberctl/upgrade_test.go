@@ -1,0 +1,138 @@
+package memberctl_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+)
+
+// A rolling version upgrade with real etcd of both versions: the sandbox
+// kubelet runs etcd 3.6.16 for a v3.6.16 image and 3.7.3 for v3.7.3
+// (test/tools/assets.sh builds both).
+var _ = Describe("rolling version upgrade", func() {
+	const cluster = "pf"
+
+	It("rolls a PVC cluster 3.6.16 → 3.7.3 one member at a time, the leader last: IDs kept, every write kept, quorum Ready throughout", func(ctx SpecContext) {
+		const ns, name, from, to = "upgrade-pvc", "uppvc", "3.6.16", "3.7.3"
+		c := clients[cluster]
+		sb.Namespace(ctx, cluster, ns)
+		ec := e2eutil.NewEtcdCluster(ns, name, 3, false)
+		ec.Spec.Version = from
+		Expect(c.Create(ctx, ec)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		cli := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+		defer cli.Close()
+		cli.PutKeys(ctx, "k", 100)
+		ids := e2eutil.MemberIDs(ctx, c, ns, name)
+		expectRunning(ctx, c, cli, ns, name, from)
+
+		ready := podsReady(ctx, c, ns)
+		log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
+		Expect(err).NotTo(HaveOccurred())
+		defer log.Stop()
+		load := startWorkload(ctx, cluster, ns, name)
+
+		By("changing spec.version to " + to)
+		cur := &v1alpha1.EtcdCluster{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.Version = to
+		Expect(c.Patch(ctx, cur, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
+			g.Expect(cur.Status.Versions).To(Equal([]v1alpha1.EtcdClusterVersionCount{{Version: to, Members: 3}}))
+			p := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.Reason).To(Equal(v1alpha1.ReasonReconciled), "progressing: %s", p.Message)
+			g.Expect(e2eutil.Available(cur)).To(BeTrue())
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		load.StopAndCheck()
+
+		By("the members kept their IDs, every key is there, and etcd itself says " + to)
+		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
+		cli.ExpectKeys(ctx, "k", 100)
+		expectRunning(ctx, c, cli, ns, name, to)
+
+		By("never fewer than a quorum of member Pods Ready, as the apiserver reported them")
+		expectQuorumReady(ready, log.Events(), 2)
+		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated once")
+
+		By("followers first, the leader last after moving leadership")
+		rolls := eventMessages(ctx, cluster, ns, name, "RollingMember")
+		Expect(rolls).To(HaveLen(3), "%v", rolls)
+		Expect(eventMessages(ctx, cluster, ns, name, "LeaderMoved")).To(HaveLen(1))
+		Expect(eventMessages(ctx, cluster, ns, name, "Upgraded")).To(HaveLen(1))
+	}, SpecTimeout(5*time.Minute))
+})
+
+// expectRunning checks, against etcd itself, that every member runs
+// version, and that the EtcdCluster's status.versions and each member's
+// status.version say so.
+func expectRunning(ctx context.Context, c client.Client, cli *e2eutil.Etcd, ns, name, version string) {
+	GinkgoHelper()
+	members := e2eutil.Members(ctx, c, ns, name)
+	Eventually(func(g Gomega) {
+		for n := range members {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			st, err := cli.Status(cctx, etcd.ClientURL(ns, name, n, false))
+			cancel()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.Version).To(Equal(version), "etcd of member %s", n)
+		}
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		g.Expect(ec.Status.Versions).To(Equal([]v1alpha1.EtcdClusterVersionCount{{Version: version, Members: int32(len(members))}}))
+		for n, m := range e2eutil.Members(ctx, c, ns, name) {
+			g.Expect(m.Status.Version).To(Equal(version), "status.version of member %s", n)
+		}
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+}
+
+// podsReady is each Pod's readiness in ns now.
+func podsReady(ctx context.Context, c client.Client, ns string) map[string]bool {
+	GinkgoHelper()
+	var list corev1.PodList
+	Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	out := map[string]bool{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = e2eutil.PodReady(&list.Items[i])
+	}
+	return out
+}
+
+// expectQuorumReady replays the Pod watch from the readiness at its start
+// and fails at the first instant fewer than quorum Pods were Ready.
+func expectQuorumReady(ready map[string]bool, events []e2eutil.PodEvent, quorum int) {
+	GinkgoHelper()
+	count := func() (int, string) {
+		n, names := 0, []string{}
+		for p, r := range ready {
+			if r {
+				n++
+				names = append(names, p)
+			}
+		}
+		sort.Strings(names)
+		return n, fmt.Sprint(names)
+	}
+	for _, e := range events {
+		ready[e.Name] = e.Type != watch.Deleted && e.Ready
+		n, names := count()
+		Expect(n).To(BeNumerically(">=", quorum), "at %s (%s %s) only %s were Ready", e.At.Format(time.RFC3339Nano), e.Type, e.Name, names)
+	}
+}
