@@ -26,66 +26,94 @@ var _ = Describe("rolling version upgrade", func() {
 	const cluster = "pf"
 
 	It("rolls a PVC cluster 3.6.16 → 3.7.3 one member at a time, the leader last: IDs kept, every write kept, quorum Ready throughout", func(ctx SpecContext) {
-		const ns, name, from, to = "upgrade-pvc", "uppvc", "3.6.16", "3.7.3"
-		c := clients[cluster]
-		sb.Namespace(ctx, cluster, ns)
-		ec := e2eutil.NewEtcdCluster(ns, name, 3, false)
-		ec.Spec.Version = from
-		Expect(c.Create(ctx, ec)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
-		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
-		cli := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer cli.Close()
-		cli.PutKeys(ctx, "k", 100)
-		ids := e2eutil.MemberIDs(ctx, c, ns, name)
-		expectRunning(ctx, c, cli, ns, name, from)
+		ids, log := upgrade(ctx, cluster, "upgrade-pvc", "uppvc", false)
+		Expect(e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-pvc", "uppvc")).To(Equal(ids), "a PVC member keeps its ID")
+		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated, under its member's name")
+		Expect(eventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "LeaderMoved")).To(HaveLen(1), "the leader went last, after moving leadership")
+	}, SpecTimeout(5*time.Minute))
 
-		ready := podsReady(ctx, c, ns)
-		log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
-		Expect(err).NotTo(HaveOccurred())
-		defer log.Stop()
-		load := startWorkload(ctx, cluster, ns, name)
-
-		By("changing spec.version to " + to)
-		cur := &v1alpha1.EtcdCluster{}
-		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
-		patch := client.MergeFrom(cur.DeepCopy())
-		cur.Spec.Version = to
-		Expect(c.Patch(ctx, cur, patch)).To(Succeed())
-
-		Eventually(func(g Gomega) {
-			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
-			g.Expect(cur.Status.Versions).To(Equal([]v1alpha1.EtcdClusterVersionCount{{Version: to, Members: 3}}))
-			p := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing)
-			g.Expect(p).NotTo(BeNil())
-			g.Expect(p.Reason).To(Equal(v1alpha1.ReasonReconciled), "progressing: %s", p.Message)
-			g.Expect(e2eutil.Available(cur)).To(BeTrue())
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-		load.StopAndCheck()
-
-		By("the members kept their IDs, every key is there, and etcd itself says " + to)
-		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
-		cli.ExpectKeys(ctx, "k", 100)
-		expectRunning(ctx, c, cli, ns, name, to)
-
-		By("never fewer than a quorum of member Pods Ready, as the apiserver reported them")
-		expectQuorumReady(ready, log.Events(), 2)
-		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated once")
-
-		By("followers first, the leader last after moving leadership")
-		rolls := eventMessages(ctx, cluster, ns, name, "RollingMember")
-		Expect(rolls).To(HaveLen(3), "%v", rolls)
-		Expect(eventMessages(ctx, cluster, ns, name, "LeaderMoved")).To(HaveLen(1))
-		Expect(eventMessages(ctx, cluster, ns, name, "Upgraded")).To(HaveLen(1))
+	It("rolls a memory cluster 3.6.16 → 3.7.3 by replacing one member at a time with a new ID, only while quorum holds", func(ctx SpecContext) {
+		ids, _ := upgrade(ctx, cluster, "upgrade-mem", "upmem", true)
+		now := e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-mem", "upmem")
+		Expect(now).To(HaveLen(3))
+		for n, id := range now {
+			Expect(ids).NotTo(HaveKey(n), "member %s was replaced", n)
+			Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
+		}
 	}, SpecTimeout(5*time.Minute))
 })
+
+// upgrade creates a 3-member cluster at 3.6.16, writes 100 keys, then
+// changes spec.version to 3.7.3 under the client workload and waits until
+// the cluster reports every member on 3.7.3 and Reconciled. It checks the
+// workload's history, every key, the versions against etcd, that a quorum
+// of member Pods was Ready at every instant the apiserver reported, and
+// the roll's Events; it returns the member IDs from before the roll and
+// the Pod watch.
+func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[string]string, *e2eutil.PodLog) {
+	GinkgoHelper()
+	const from, to = "3.6.16", "3.7.3"
+	c := clients[cluster]
+	sb.Namespace(ctx, cluster, ns)
+	ec := e2eutil.NewEtcdCluster(ns, name, 3, memory)
+	ec.Spec.Version = from
+	Expect(c.Create(ctx, ec)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+	e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+	cli := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	cli.PutKeys(ctx, "k", 100)
+	cli.Close()
+	ids := e2eutil.MemberIDs(ctx, c, ns, name)
+	expectRunning(ctx, cluster, ns, name, from)
+
+	ready := podsReady(ctx, c, ns)
+	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(log.Stop)
+	load := startWorkload(ctx, cluster, ns, name)
+
+	By("changing spec.version to " + to)
+	cur := &v1alpha1.EtcdCluster{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Version = to
+	Expect(c.Patch(ctx, cur, patch)).To(Succeed())
+
+	Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
+		g.Expect(cur.Status.Versions).To(Equal([]v1alpha1.EtcdClusterVersionCount{{Version: to, Members: 3}}))
+		p := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing)
+		g.Expect(p).NotTo(BeNil())
+		g.Expect(p.Reason).To(Equal(v1alpha1.ReasonReconciled), "progressing: %s", p.Message)
+		g.Expect(e2eutil.Available(cur)).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	load.StopAndCheck()
+
+	By("every key is there, and etcd itself says " + to)
+	cli = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	defer cli.Close()
+	cli.ExpectKeys(ctx, "k", 100)
+	expectRunning(ctx, cluster, ns, name, to)
+
+	By("never fewer than a quorum of member Pods Ready, as the apiserver reported them")
+	expectQuorumReady(ready, log.Events(), 2)
+
+	By("one member at a time, and the roll's end recorded")
+	Expect(eventMessages(ctx, cluster, ns, name, "RollingMember")).To(HaveLen(3))
+	Expect(eventMessages(ctx, cluster, ns, name, "Upgraded")).To(HaveLen(1))
+	return ids, log
+}
 
 // expectRunning checks, against etcd itself, that every member runs
 // version, and that the EtcdCluster's status.versions and each member's
 // status.version say so.
-func expectRunning(ctx context.Context, c client.Client, cli *e2eutil.Etcd, ns, name, version string) {
+func expectRunning(ctx context.Context, cluster, ns, name, version string) {
 	GinkgoHelper()
+	c := clients[cluster]
 	members := e2eutil.Members(ctx, c, ns, name)
+	// A client of the members that run now (a memory cluster's are new).
+	cli := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	defer cli.Close()
 	Eventually(func(g Gomega) {
 		for n := range members {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
