@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
+	"github.com/etcdfleet/etcdfleet/memberctl/upgrade"
 )
 
 // Version rolls. The cluster reconciler changes one member's spec.version
@@ -55,6 +58,11 @@ func needsRoll(p *corev1.Pod, m *v1alpha1.EtcdMember) bool {
 func (s *run) rollMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	img := etcdImage(p)
 	died := fmt.Sprintf("Pod %s runs %s, spec.version is %s", p.Name, img, s.m.Spec.Version)
+	if why := s.rollRefused(); why != "" {
+		// The cluster reconciler never asks for such a change; whoever
+		// edited spec.version did. The member keeps running as it is.
+		return s.refuseRoll(ctx, p, died+"; not rolled: "+why)
+	}
 	j := job{action: gate.VersionRoll, cause: rollCause, podUID: p.UID, died: died, check: s.rollSafety}
 	if isMemory(s.m) {
 		return s.removeMember(ctx, j, "RollingMemoryMember", func() string {
@@ -85,4 +93,37 @@ func (s *run) rollSafety(ctx context.Context) (safety, error) {
 		return safe(false)
 	}
 	return quorumWithout(q)
+}
+
+// rollRefused says why the member must not be restarted at spec.version:
+// a change etcd refuses from the version the member runs (as etcd
+// reported it), or a minor downgrade, which needs etcd's downgrade API
+// enabled first. "" when the change is allowed or the running version is
+// not known yet (the Pod then runs the image's version, which the cluster
+// reconciler judged when it changed spec.version).
+func (s *run) rollRefused() string {
+	running := s.m.Status.Version
+	if running == "" || running == s.m.Spec.Version {
+		return ""
+	}
+	kind, err := upgrade.Check(running, s.m.Spec.Version)
+	switch {
+	case err != nil:
+		return err.Error()
+	case kind == upgrade.MinorDowngrade:
+		return fmt.Sprintf("etcd %s → %s is a minor downgrade, which etcd accepts only once its downgrade is enabled", running, s.m.Spec.Version)
+	}
+	return ""
+}
+
+// refuseRoll keeps the member as it runs and says why, with one Warning
+// Event per refused change.
+func (s *run) refuseRoll(ctx context.Context, p *corev1.Pod, msg string) (ctrl.Result, error) {
+	prev := meta.FindStatusCondition(s.m.Status.Conditions, v1alpha1.ConditionVersionDrifted)
+	if prev == nil || prev.Reason != v1alpha1.ReasonUpgradePathRefused || prev.Message != msg {
+		s.warn(v1alpha1.ConditionUpgradeBlocked, "%s", msg)
+	}
+	res, err := s.observe(ctx, p)
+	s.setCondition(v1alpha1.ConditionVersionDrifted, metav1.ConditionTrue, v1alpha1.ReasonUpgradePathRefused, msg)
+	return res, firstErr(err, s.writeStatus(ctx))
 }

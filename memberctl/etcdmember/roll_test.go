@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,6 +78,24 @@ var _ = Describe("version roll", func() {
 		Expect(lastAction(h)).To(Equal(gate.VersionRoll))
 		Expect(h.removing("ec-2")).To(BeTrue(), "its data is in its Pod only: a new member with a new ID replaces it")
 		Expect(h.cluster().Status.Replacing).NotTo(BeNil(), "one removal per etcd cluster at a time, as every replacement")
+	})
+
+	It("refuses a spec.version etcd does not allow from what the member runs: the Pod stays, with a Warning and the reason", func() {
+		h := newHarness("", 3)
+		old := h.pod("ec-1").UID
+		setVersion(h, "ec-1", "3.4.0") // not something the cluster reconciler would ask for
+		h.reconcile("ec-1")
+		h.reconcile("ec-1")
+		Expect(h.pod("ec-1").UID).To(Equal(old))
+		h.gate.mu.Lock()
+		Expect(h.gate.requests).To(BeEmpty(), "the gate is not even asked")
+		h.gate.mu.Unlock()
+		Expect(h.events.with(v1alpha1.ConditionUpgradeBlocked)).To(HaveLen(1), "one Warning per refused change")
+		c := meta.FindStatusCondition(h.member("ec-1").Status.Conditions, v1alpha1.ConditionVersionDrifted)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Reason).To(Equal(v1alpha1.ReasonUpgradePathRefused))
+		Expect(c.Message).To(ContainSubstring("not rolled: etcdfleet does not run etcd 3.4.0"))
+		Expect(isReady(h.member("ec-1"))).To(BeTrue(), "the member keeps running as it is")
 	})
 
 	It("does not roll while the other voters would not keep quorum, nor while paused, nor before the gate grants", func() {
