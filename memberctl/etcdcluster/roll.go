@@ -239,6 +239,16 @@ func (p *pass) setRollStatus() {
 		return
 	}
 	plan := planRoll(p.members.running, target)
+	if o := p.ec.Status.Observed; o != nil && int(o.Replicas) > plan.total {
+		plan.total = int(o.Replicas) // a memory member rolled is gone until its successor is added
+	}
+	if wasRolling && target != "" && !plan.rolling(wasRolling) && !p.complete() {
+		// The last member rolled is being replaced (memory) or restarted:
+		// the roll is over only once the cluster is whole again.
+		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonUpgrading,
+			plan.progress()+"; waiting for the cluster to be whole and Ready again")
+		return
+	}
 	if target == "" || !plan.rolling(wasRolling) {
 		if c.Reason == v1alpha1.ReasonUpgrading {
 			// Carried by the lock while a member restarted; nothing rolls now.

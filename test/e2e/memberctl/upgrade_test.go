@@ -17,6 +17,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
 
 // A rolling version upgrade with real etcd of both versions: the sandbox
@@ -71,6 +72,12 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(log.Stop)
 	load := startWorkload(ctx, cluster, ns, name)
+	stopFollowing := func() {}
+	if memory {
+		// Every member is replaced under a new name: keep the clients on
+		// the members that exist, as a client following the membership would.
+		stopFollowing = followMembers(ctx, c, load, ns, name)
+	}
 
 	By("changing spec.version to " + to)
 	cur := &v1alpha1.EtcdCluster{}
@@ -87,6 +94,7 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 		g.Expect(p.Reason).To(Equal(v1alpha1.ReasonReconciled), "progressing: %s", p.Message)
 		g.Expect(e2eutil.Available(cur)).To(BeTrue())
 	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	stopFollowing()
 	load.StopAndCheck()
 
 	By("every key is there, and etcd itself says " + to)
@@ -163,4 +171,54 @@ func expectQuorumReady(ready map[string]bool, events []e2eutil.PodEvent, quorum 
 		n, names := count()
 		Expect(n).To(BeNumerically(">=", quorum), "at %s (%s %s) only %s were Ready", e.At.Format(time.RFC3339Nano), e.Type, e.Name, names)
 	}
+}
+
+// followMembers points the workload at the cluster's current members
+// every 250 ms until the returned stop (called before the workload's
+// client closes), which points it once more.
+func followMembers(ctx context.Context, c client.Client, load *lincheck.Running, ns, name string) (stop func()) {
+	follow := func(ctx context.Context) {
+		var list v1alpha1.EtcdMemberList
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: name}); err != nil {
+			return
+		}
+		var eps []string
+		for _, m := range list.Items {
+			if m.DeletionTimestamp == nil {
+				eps = append(eps, etcd.ClientURL(ns, name, m.Name, false))
+			}
+		}
+		if len(eps) > 0 {
+			load.SetEndpoints(eps...)
+		}
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for fctx.Err() == nil {
+			follow(fctx)
+			select {
+			case <-fctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	var once bool
+	stop = func() {
+		if !once {
+			once = true
+			cancel()
+			<-done
+			follow(ctx)
+		}
+	}
+	DeferCleanup(func() {
+		if !once {
+			once = true
+			cancel()
+			<-done
+		}
+	})
+	return stop
 }
