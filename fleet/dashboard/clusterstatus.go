@@ -55,6 +55,7 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 		st.ReplacementsTotal, st.LastReplacementTime = e.ReplacementsTotal, e.LastReplacementTime.DeepCopy()
 		st.EtcdClusterStates = append([]fleetv1.EtcdClusterState(nil), e.States...)
 		applyBackups(&st, e.Backups)
+		applyHealth(&st, e.Health)
 	}
 	st.MembersSummary = fmt.Sprintf("%d/%d", st.MembersReady, st.MembersDesired)
 	info := in.info

@@ -127,6 +127,12 @@ func buildFleetStatus(prev *fleetv1.FleetStatus, rows []clusterRow, stats *limit
 		if s.EtcdClustersBehindBackup > 0 {
 			st.ClustersBehindBackupSchedule++
 		}
+		if s.EtcdClustersWithAlarms > 0 {
+			st.ClustersWithAlarms++
+		}
+		if s.EtcdClustersNearQuota > 0 {
+			st.ClustersNearQuota++
+		}
 	}
 	if stats != nil {
 		st.Limiter = limiterStatus(*stats)

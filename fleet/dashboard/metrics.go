@@ -40,6 +40,16 @@ var (
 		Name: "etcdfleet_cluster_etcdclusters_backup_behind",
 		Help: "EtcdClusters of the workload cluster with a backup schedule whose BackedUp condition is False: a scheduled snapshot is not complete 30 minutes after its due time, or failed.",
 	}, []string{"cluster"})
+	// etcd's own health, as the EtcdClusters' AlarmActive and NearQuota
+	// conditions judged it.
+	clusterWithAlarms = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcdfleet_cluster_etcdclusters_with_alarms",
+		Help: "EtcdClusters of the workload cluster with an active etcd alarm (AlarmActive=True: NOSPACE refuses writes, CORRUPT wants a human).",
+	}, []string{"cluster"})
+	clusterNearQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcdfleet_cluster_etcdclusters_near_quota",
+		Help: "EtcdClusters of the workload cluster whose database is at 80% of its backend quota or more (NearQuota=True).",
+	}, []string{"cluster"})
 	clusterCredentialsExpiring = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "etcdfleet_cluster_credentials_expiring",
 		Help: "1 while the FleetCluster's CredentialsExpiring condition is True (less than a fifth of the registration token's lifetime left, or expired), else 0; absent while the token states no lifetime.",
@@ -49,7 +59,7 @@ var (
 		Help: "When the registration token of the workload cluster expires (Unix seconds, its JWT exp claim); absent for tokens without one and for client certificates.",
 	}, []string{"cluster"})
 	clusterGauges = []*prometheus.GaugeVec{clusterConnected, clusterEtcdClusters, clusterQuorate, clusterMembersReady, clusterMembersDesired,
-		clusterBackupBehind, clusterCredentialsExpiring, clusterTokenExpiry}
+		clusterBackupBehind, clusterWithAlarms, clusterNearQuota, clusterCredentialsExpiring, clusterTokenExpiry}
 )
 
 func init() {
@@ -70,6 +80,8 @@ func publishCluster(cluster string, st *fleetv1.FleetClusterStatus) {
 	clusterMembersReady.WithLabelValues(cluster).Set(float64(st.MembersReady))
 	clusterMembersDesired.WithLabelValues(cluster).Set(float64(st.MembersDesired))
 	clusterBackupBehind.WithLabelValues(cluster).Set(float64(st.EtcdClustersBehindBackup))
+	clusterWithAlarms.WithLabelValues(cluster).Set(float64(st.EtcdClustersWithAlarms))
+	clusterNearQuota.WithLabelValues(cluster).Set(float64(st.EtcdClustersNearQuota))
 	// Absent rather than 0 when unknown: 0 would read "never expires" to
 	// the expiry panel and "expired at the epoch" to an alert on time().
 	switch c := meta.FindStatusCondition(st.Conditions, fleetv1.ConditionCredentialsExpiring); {

@@ -27,6 +27,8 @@ type EtcdSummary struct {
 	LastReplacementTime *metav1.Time
 	// Backups summarises the EtcdClusters' backup schedules.
 	Backups BackupSummary
+	// Health counts the EtcdClusters with etcd alarms or near their quota.
+	Health HealthSummary
 	// States lists the EtcdClusters worst first (see Severity), at most
 	// fleetv1.MaxEtcdClusterStates of them.
 	States []fleetv1.EtcdClusterState
@@ -92,6 +94,7 @@ func SummarizeEtcd(clusters []etcdv1.EtcdCluster, members []etcdv1.EtcdMember) E
 		states = append(states, st)
 	}
 	s.Backups = SummarizeBackups(clusters)
+	s.Health = SummarizeHealth(clusters)
 	slices.SortFunc(states, compareStates)
 	if len(states) > fleetv1.MaxEtcdClusterStates {
 		states = states[:fleetv1.MaxEtcdClusterStates]

@@ -139,10 +139,11 @@ var _ = Describe("Writer", func() {
 		Expect(st.EtcdClusterStates[0].Name).To(Equal("b"), "worst first")
 		Expect(st.Message).To(ContainSubstring("worst: etcd/b"))
 
-		// Authorized and TokenExpires have priority 1: kubectl shows them
-		// with -o wide only.
+		// Authorized, NearQuota and TokenExpires have priority 1: kubectl
+		// shows them with -o wide only.
 		Expect(columns(fleetClustersPath(ns))).To(Equal([]string{
-			"Name", "Connected", "Ready", "Authorized", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Backup", "OldestBackup", "BehindBackup", "Replica", "Age", "TokenExpires"}))
+			"Name", "Connected", "Ready", "Authorized", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Backup", "OldestBackup", "BehindBackup",
+			"Alarms", "NearQuota", "Replica", "Age", "TokenExpires"}))
 		rows := table(fleetClustersPath(ns))
 		Expect(rows).To(HaveLen(1))
 		Expect(rows[0]).To(HaveKey("Age"))
@@ -152,15 +153,15 @@ var _ = Describe("Writer", func() {
 		Expect(rows[0]).To(Equal(map[string]string{
 			"Name": "prod-1", "Connected": "True", "Ready": "False", "Authorized": "True", "Paused": "False",
 			"EtcdClusters": "2", "Quorate": "2", "Members": "5/6", "Replaced": "3", "Throttled": "9",
-			"Backup": "<nil>", "OldestBackup": "<nil>", "BehindBackup": "0", "Replica": "manager-0",
+			"Backup": "<nil>", "OldestBackup": "<nil>", "BehindBackup": "0", "Alarms": "0", "NearQuota": "0", "Replica": "manager-0",
 		}))
 		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleetclusters", "-n", ns)
 		Expect(err).NotTo(HaveOccurred())
 		out, err := io.ReadAll(stdout)
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("kubectl get fleetclusters -n %s\n%s", ns, out)
-		Expect(string(out)).To(MatchRegexp(`NAME\s+CONNECTED\s+READY\s+PAUSED\s+ETCDCLUSTERS\s+QUORATE\s+MEMBERS\s+REPLACED\s+THROTTLED\s+BACKUP\s+OLDESTBACKUP\s+BEHINDBACKUP\s+REPLICA\s+AGE`))
-		Expect(string(out)).To(MatchRegexp(`prod-1\s+True\s+False\s+False\s+2\s+2\s+5/6\s+3\s+9\s+0\s+manager-0\s+\d+s`))
+		Expect(string(out)).To(MatchRegexp(`NAME\s+CONNECTED\s+READY\s+PAUSED\s+ETCDCLUSTERS\s+QUORATE\s+MEMBERS\s+REPLACED\s+THROTTLED\s+BACKUP\s+OLDESTBACKUP\s+BEHINDBACKUP\s+ALARMS\s+REPLICA\s+AGE`))
+		Expect(string(out)).To(MatchRegexp(`prod-1\s+True\s+False\s+False\s+2\s+2\s+5/6\s+3\s+9\s+0\s+0\s+manager-0\s+\d+s`))
 
 		By("disconnecting the cluster: Connected=False with the reason, etcd counts kept")
 		src.update(ns, "prod-1", func(c *ClusterInfo) {
@@ -396,14 +397,14 @@ var _ = Describe("Writer", func() {
 		Expect(rows).To(HaveLen(1))
 		delete(rows[0], "Age")
 		Expect(rows[0]).To(Equal(map[string]string{"Name": "fleet", "Paused": "false", "Clusters": "12",
-			"Connected": "10", "Quorate": "8", "Degraded": "7", "Waiting": "4", "Replaced": "10", "BehindBackup": "0"}))
+			"Connected": "10", "Quorate": "8", "Degraded": "7", "Waiting": "4", "Replaced": "10", "BehindBackup": "0", "Alarms": "0", "NearQuota": "0"}))
 
 		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleets")
 		Expect(err).NotTo(HaveOccurred())
 		out, err := io.ReadAll(stdout)
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("kubectl get fleets\n%s", out)
-		Expect(string(out)).To(MatchRegexp(`fleet\s+false\s+12\s+10\s+8\s+7\s+4\s+10\s+0\s+\d+s`))
+		Expect(string(out)).To(MatchRegexp(`fleet\s+false\s+12\s+10\s+8\s+7\s+4\s+10\s+0\s+0\s+\d+s`))
 
 		By("pausing the fleet")
 		Expect(r.w.FleetPaused()).To(BeFalse())

@@ -6,19 +6,19 @@
 //   - pod: the bare etcd Pod of an EtcdMember, plus pure helpers that read
 //     Pod status for the member reconciler.
 //   - service: the headless and the client Service of an EtcdCluster (one
-//     Operator each).
+//     Syncer each).
 //   - pdb: the PodDisruptionBudget over an EtcdCluster's voters.
 //
 // # Usage
 //
-// Each package exports New(client, inputs) returning an Operator, and a
+// Each package exports New(client, inputs) returning a Syncer, and a
 // pure Build that the object is created from (so it can be unit tested
 // without an apiserver):
 //
 //	p, err := pod.New(c, opts).Sync(ctx, member)
 //	_, err = pdb.New(c, voters).Sync(ctx, cluster)
 //
-// Operator[O, T].Sync(ctx, owner) keeps the one object of kind T that owner
+// Syncer[O, T].Sync(ctx, owner) keeps the one object of kind T that owner
 // controls as the operator wants it and returns it. The client is an input
 // of New rather than of Sync because the controllers run per workload
 // cluster and hold one client per cluster.

@@ -17,7 +17,7 @@ import (
 )
 
 // Env is the real kube-apiserver and etcd (envtest), with the workload CRDs
-// installed, that the Operators' specs run against; its methods build the
+// installed, that the Syncers' specs run against; its methods build the
 // owner objects they need.
 type Env struct {
 	env *envtestenv.Env

@@ -17,7 +17,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pdb"
 )
 
-var _ = Describe("pdb.Operator", func() {
+var _ = Describe("pdb.Syncer", func() {
 	var (
 		ns string
 		ec *v1alpha1.EtcdCluster

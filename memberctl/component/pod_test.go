@@ -16,7 +16,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 )
 
-var _ = Describe("pod.Operator", func() {
+var _ = Describe("pod.Syncer", func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) {
 		var err error

@@ -18,7 +18,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pvc"
 )
 
-var _ = Describe("pvc.Operator", func() {
+var _ = Describe("pvc.Syncer", func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) {
 		var err error

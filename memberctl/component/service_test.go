@@ -15,7 +15,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/service"
 )
 
-var _ = Describe("service.Operators", func() {
+var _ = Describe("service.Syncers", func() {
 	var (
 		ns string
 		ec *v1alpha1.EtcdCluster
@@ -28,9 +28,9 @@ var _ = Describe("service.Operators", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	// syncBoth runs the Operators of both Services, as the cluster reconciler does.
+	// syncBoth runs the Syncers of both Services, as the cluster reconciler does.
 	syncBoth := func(ctx SpecContext, c client.Client) error {
-		for _, op := range service.Operators(c) {
+		for _, op := range service.Syncers(c) {
 			if _, err := op.Sync(ctx, ec); err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ var (
 	k8s client.Client
 )
 
-func TestOperators(t *testing.T) {
+func TestSyncers(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "memberctl/component (envtest)")
 }

@@ -45,6 +45,20 @@ type Status struct {
 	// part of it that holds data; the rest is what a defragmentation frees.
 	DBSize      int64
 	DBSizeInUse int64
+	// QuotaBytes is the backend quota the member enforces (etcd 3.6+
+	// reports it; 0 from an older member).
+	QuotaBytes int64
+	// RaftAppliedIndex is the last raft entry the member applied.
+	RaftAppliedIndex uint64
+	// Alarms are the cluster's active alarms as this member knows them.
+	Alarms []Alarm
+}
+
+// Alarm is one active etcd alarm: its type (NOSPACE, CORRUPT) and the
+// member that raised it.
+type Alarm struct {
+	Type     string
+	MemberID uint64
 }
 
 // Target names an etcd cluster to call and where to reach it.
@@ -152,7 +166,8 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 	}
 	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
 		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision,
-		DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse}, nil
+		DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse, QuotaBytes: resp.DbSizeQuota, RaftAppliedIndex: resp.RaftAppliedIndex,
+		Alarms: alarmsOf(resp.Errors)}, nil
 }
 
 // MoveLeader implements Interface. The client's own MoveLeader goes to

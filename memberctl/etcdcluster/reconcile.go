@@ -51,6 +51,9 @@ type Reconciler struct {
 	// cluster-wide crash-loop and pod-loss backoff and cap. The zero value
 	// means replacement.DefaultPolicy().
 	Policy replacement.Policy
+
+	// health paces the looks at etcd's own health per cluster.
+	health healthClock
 }
 
 func (r *Reconciler) policy() replacement.Policy {
@@ -81,6 +84,8 @@ type pass struct {
 	majorityLost string
 	// rollNote says what a version roll did or waits for in this pass.
 	rollNote string
+	// health paces observeHealth (the Reconciler's).
+	health *healthClock
 }
 
 // Reconcile brings one EtcdCluster of cluster clusterName towards its spec.
@@ -94,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			cl.Etcd.Forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
+			r.health.forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -109,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if r.Now != nil {
 		now = r.Now()
 	}
-	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now}
+	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now, health: &r.health}
 	res, err := p.run(ctx)
 	if p.members != nil {
 		p.buildStatus()
@@ -128,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 // members cannot be listed, the one case with nothing truthful to report.
 func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	var errs []error
-	for _, svc := range service.Operators(p.cl.Client) {
+	for _, svc := range service.Syncers(p.cl.Client) {
 		if _, err := svc.Sync(ctx, p.ec); err != nil {
 			errs = append(errs, fmt.Errorf("services: %w", err))
 		}
@@ -149,6 +155,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 
 	p.probe(ctx)
 	p.observeRevision(ctx)
+	p.observeHealth(ctx, p.health)
 	p.applyLock()
 
 	// A restore after total loss goes ahead even when a step was stuck

@@ -105,7 +105,7 @@ var _ = Describe("version roll", func() {
 		h.reconcile(ec)
 		Expect(onVersion("3.7.3")).To(Equal([]string{b, c}), "the leader is not rolled while it leads")
 		Expect(callsLike(h.etcd.Calls(), "MoveLeader")).To(HaveLen(1))
-		Expect(h.etcd.Leader()).To(Equal(mustID(memberNamed(h, b))), "leadership moved to the oldest member on 3.7.3")
+		Expect(h.etcd.Leader()).To(Equal(mustID(h.memberNamed(b))), "leadership moved to the oldest member on 3.7.3")
 		h.reconcile(ec)
 		Expect(onVersion("3.7.3")).To(ConsistOf(a, b, c), "the former leader, now a follower, goes last")
 
@@ -167,14 +167,3 @@ var _ = Describe("version roll", func() {
 		Expect(onVersion("3.7.3")).To(HaveLen(1))
 	})
 })
-
-func memberNamed(h *harness, name string) *v1alpha1.EtcdMember {
-	GinkgoHelper()
-	for _, m := range h.members() {
-		if m.Name == name {
-			return &m
-		}
-	}
-	Fail("no member " + name)
-	return nil
-}

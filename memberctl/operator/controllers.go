@@ -189,11 +189,11 @@ func (o Options) controllerOptions() controller.TypedOptions[mcreconcile.Request
 }
 
 // complete builds the controller around r, behind its own per-cluster
-// slots when WorkersPerCluster caps them.
+// workers when WorkersPerCluster caps them.
 func (o Options) complete(b *mcbuilder.Builder, r mcreconcile.Func) error {
 	if o.WorkersPerCluster > 0 && o.WorkersPerCluster < o.Workers {
-		slots := newClusterSlots(o.WorkersPerCluster)
-		b, r = b.WatchesRawSource(slots.source()), slots.wrap(r)
+		caps := newWorkerCaps(o.WorkersPerCluster)
+		b, r = b.WatchesRawSource(caps.source()), caps.wrap(r)
 	}
 	return b.Complete(r)
 }

@@ -39,17 +39,17 @@ const (
 	DefaultRequestTimeout = 10 * time.Second
 )
 
-// slotRetry is when a request that found its cluster's slots full is
+// capRetry is when a request that found its cluster's workers all busy is
 // looked at again if its wake-up was lost (the wake channel was full).
-const slotRetry = 5 * time.Second
+const capRetry = 5 * time.Second
 
-// clusterSlots caps one controller's reconciles in flight per workload
+// workerCaps caps one controller's reconciles in flight per workload
 // cluster, so that a cluster whose apiserver hangs holds at most max of the
 // controller's workers, whatever number of its requests are queued. A
-// request that finds its cluster's slots full returns at once and waits in
+// request that finds its cluster's workers all busy returns at once and waits in
 // a FIFO of its cluster; the next release wakes the oldest one through the
 // controller's wake source, so a busy but healthy cluster loses no time.
-type clusterSlots struct {
+type workerCaps struct {
 	max  int
 	wake chan event.TypedGenericEvent[mcreconcile.Request]
 
@@ -58,13 +58,13 @@ type clusterSlots struct {
 	waiting map[multicluster.ClusterName][]mcreconcile.Request
 }
 
-func newClusterSlots(max int) *clusterSlots {
-	return &clusterSlots{max: max, wake: make(chan event.TypedGenericEvent[mcreconcile.Request], 1024),
+func newWorkerCaps(max int) *workerCaps {
+	return &workerCaps{max: max, wake: make(chan event.TypedGenericEvent[mcreconcile.Request], 1024),
 		busy: map[multicluster.ClusterName]int{}, waiting: map[multicluster.ClusterName][]mcreconcile.Request{}}
 }
 
-// acquire takes a slot of req's cluster, or queues req for a wake-up.
-func (s *clusterSlots) acquire(req mcreconcile.Request) bool {
+// acquire takes a worker of req's cluster, or queues req for a wake-up.
+func (s *workerCaps) acquire(req mcreconcile.Request) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := req.ClusterName
@@ -78,8 +78,8 @@ func (s *clusterSlots) acquire(req mcreconcile.Request) bool {
 	return false
 }
 
-// release frees a slot of cluster c and wakes its oldest waiting request.
-func (s *clusterSlots) release(c multicluster.ClusterName) {
+// release frees a worker of cluster c and wakes its oldest waiting request.
+func (s *workerCaps) release(c multicluster.ClusterName) {
 	s.mu.Lock()
 	if s.busy[c]--; s.busy[c] <= 0 {
 		delete(s.busy, c)
@@ -96,17 +96,17 @@ func (s *clusterSlots) release(c multicluster.ClusterName) {
 		s.waiting[c] = q[1:]
 	}
 	s.mu.Unlock()
-	select { // never block a worker: slotRetry is the fallback
+	select { // never block a worker: capRetry is the fallback
 	case s.wake <- event.TypedGenericEvent[mcreconcile.Request]{Object: next}:
 	default:
 	}
 }
 
-// wrap runs r only in a free slot of the request's cluster.
-func (s *clusterSlots) wrap(r mcreconcile.Func) mcreconcile.Func {
+// wrap runs r only on a free worker of the request's cluster.
+func (s *workerCaps) wrap(r mcreconcile.Func) mcreconcile.Func {
 	return func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 		if !s.acquire(req) {
-			return ctrl.Result{RequeueAfter: slotRetry}, nil
+			return ctrl.Result{RequeueAfter: capRetry}, nil
 		}
 		defer s.release(req.ClusterName)
 		return r(ctx, req)
@@ -114,7 +114,7 @@ func (s *clusterSlots) wrap(r mcreconcile.Func) mcreconcile.Func {
 }
 
 // source requeues the requests release wakes.
-func (s *clusterSlots) source() source.TypedSource[mcreconcile.Request] {
+func (s *workerCaps) source() source.TypedSource[mcreconcile.Request] {
 	return source.TypedChannel(s.wake, handler.TypedFuncs[mcreconcile.Request, mcreconcile.Request]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[mcreconcile.Request], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
 			q.Add(e.Object)

@@ -31,11 +31,11 @@ func req(cluster, name string) mcreconcile.Request {
 // more than the cap, and another cluster's must run meanwhile.
 func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
 	const workers, perCluster = 3, 1
-	slots := newClusterSlots(perCluster)
+	caps := newWorkerCaps(perCluster)
 	hang := make(chan struct{})
 	var mu sync.Mutex
 	inFlight, most := map[multicluster.ClusterName]int{}, 0
-	r := slots.wrap(func(ctx context.Context, rq mcreconcile.Request) (ctrl.Result, error) {
+	r := caps.wrap(func(ctx context.Context, rq mcreconcile.Request) (ctrl.Result, error) {
 		mu.Lock()
 		inFlight[rq.ClusterName]++
 		most = max(most, inFlight["hung"])
@@ -60,8 +60,8 @@ func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
 	for range workers - perCluster {
 		select {
 		case res := <-results:
-			if res.RequeueAfter != slotRetry {
-				t.Fatalf("a request beyond the cap got %+v, want a requeue after %s", res, slotRetry)
+			if res.RequeueAfter != capRetry {
+				t.Fatalf("a request beyond the cap got %+v, want a requeue after %s", res, capRetry)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("every worker is held by the hung cluster")
@@ -77,7 +77,7 @@ func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("another cluster's reconcile did not run while the hung cluster held its slot")
+		t.Fatal("another cluster's reconcile did not run while the hung cluster held its worker")
 	}
 	mu.Lock()
 	held := most
@@ -90,27 +90,27 @@ func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
 	close(hang)
 	<-results
 	select {
-	case e := <-slots.wake:
+	case e := <-caps.wake:
 		if e.Object.ClusterName != "hung" {
 			t.Fatalf("woke %v, want a request of the hung cluster", e.Object)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no waiting request was woken when the slot was released")
+		t.Fatal("no waiting request was woken when the worker was released")
 	}
 }
 
 func TestClusterSlotsWakeInOrderOncePerRequest(t *testing.T) {
-	s := newClusterSlots(1)
+	s := newWorkerCaps(1)
 	if !s.acquire(req("c", "holder")) {
-		t.Fatal("the first request must get the free slot")
+		t.Fatal("the first request must get the free worker")
 	}
 	for _, n := range []string{"a", "b", "a"} {
 		if s.acquire(req("c", n)) {
-			t.Fatalf("%s got a slot beyond the cap", n)
+			t.Fatalf("%s got a worker beyond the cap", n)
 		}
 	}
 	if !s.acquire(req("other", "z")) {
-		t.Fatal("a cluster's full slots must not hold back another cluster")
+		t.Fatal("a cluster's busy workers must not hold back another cluster")
 	}
 	var woken []string
 	for range 3 {
@@ -119,7 +119,7 @@ func TestClusterSlotsWakeInOrderOncePerRequest(t *testing.T) {
 		case e := <-s.wake:
 			woken = append(woken, e.Object.Name)
 			if !s.acquire(e.Object) {
-				t.Fatalf("woken %s found no free slot", e.Object.Name)
+				t.Fatalf("woken %s found no free worker", e.Object.Name)
 			}
 		default:
 		}

@@ -58,6 +58,8 @@ type Etcd struct {
 	revision int64
 	// leader is the leader's member ID; 0 means the first voter listed.
 	leader uint64
+	// health overrides Status's health fields by member name (SetHealth).
+	health map[string]etcd.Status
 }
 
 var _ etcd.Interface = (*Etcd)(nil)
@@ -65,6 +67,18 @@ var _ etcd.Interface = (*Etcd)(nil)
 // New returns an empty cluster with cluster ID 0xc1a5.
 func New() *Etcd {
 	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusAsked: map[string]int{}, versions: map[string]string{}}
+}
+
+// SetHealth makes Status of member name report st's leader, database
+// sizes, quota, applied index and alarms (its ID, version and revision
+// stay the fake's own).
+func (f *Etcd) SetHealth(name string, st etcd.Status) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.health == nil {
+		f.health = map[string]etcd.Status{}
+	}
+	f.health[name] = st
 }
 
 // StatusAsked returns how many Status calls named member name so far.
@@ -284,7 +298,12 @@ func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.S
 			if o, ok := f.versions[name]; ok {
 				v = o
 			}
-			return etcd.Status{MemberID: m.ID, Leader: f.leaderLocked(), Version: v, Revision: f.revision}, nil
+			st := f.health[name]
+			st.MemberID, st.Version, st.Revision = m.ID, v, f.revision
+			if st.Leader == 0 {
+				st.Leader = f.leaderLocked()
+			}
+			return st, nil
 		}
 	}
 	return etcd.Status{}, fmt.Errorf("status of %s: connection refused", endpoint)

@@ -71,6 +71,14 @@ type FleetStatus struct {
 	// EtcdCluster behind its backup schedule (etcdClustersBehindBackup).
 	// +optional
 	ClustersBehindBackupSchedule int32 `json:"clustersBehindBackupSchedule"`
+	// clustersWithAlarms counts the clusters with at least one EtcdCluster
+	// with an active etcd alarm (etcdClustersWithAlarms).
+	// +optional
+	ClustersWithAlarms int32 `json:"clustersWithAlarms"`
+	// clustersNearQuota counts the clusters with at least one EtcdCluster
+	// near its database quota (etcdClustersNearQuota).
+	// +optional
+	ClustersNearQuota int32 `json:"clustersNearQuota"`
 	// replicas lists, with sharding on, every replica that owns clusters
 	// and how many, by name; clustersUnowned counts the registered clusters
 	// no replica has reported owning yet.
@@ -108,6 +116,8 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.limiter.waiting`
 // +kubebuilder:printcolumn:name="Replaced",type=integer,JSONPath=`.status.replacementsTotal`
 // +kubebuilder:printcolumn:name="BehindBackup",type=integer,JSONPath=`.status.clustersBehindBackupSchedule`
+// +kubebuilder:printcolumn:name="Alarms",type=integer,JSONPath=`.status.clustersWithAlarms`,description="clusters with an EtcdCluster whose etcd raised an alarm"
+// +kubebuilder:printcolumn:name="NearQuota",type=integer,JSONPath=`.status.clustersNearQuota`,priority=1,description="clusters with an EtcdCluster near its database quota"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Fleet struct {
 	metav1.TypeMeta   `json:",inline"`

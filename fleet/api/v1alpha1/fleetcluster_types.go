@@ -126,6 +126,16 @@ type FleetClusterStatus struct {
 	// +kubebuilder:validation:Enum=never;behind;ok
 	BackupSummary string `json:"backupSummary,omitempty"`
 
+	// etcdClustersWithAlarms counts the EtcdClusters with an active etcd
+	// alarm (their AlarmActive condition: NOSPACE refuses writes, CORRUPT
+	// wants a human).
+	// +optional
+	EtcdClustersWithAlarms int32 `json:"etcdClustersWithAlarms"`
+	// etcdClustersNearQuota counts the EtcdClusters whose database is at
+	// 80 % of its quota or more (their NearQuota condition).
+	// +optional
+	EtcdClustersNearQuota int32 `json:"etcdClustersNearQuota"`
+
 	// etcdClusterStates lists the EtcdClusters, unhealthy ones first.
 	// +optional
 	// +listType=map
@@ -153,6 +163,8 @@ type FleetClusterStatus struct {
 // +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.status.backupSummary`
 // +kubebuilder:printcolumn:name="OldestBackup",type=date,JSONPath=`.status.oldestLastBackupTime`
 // +kubebuilder:printcolumn:name="BehindBackup",type=integer,JSONPath=`.status.etcdClustersBehindBackup`
+// +kubebuilder:printcolumn:name="Alarms",type=integer,JSONPath=`.status.etcdClustersWithAlarms`,description="EtcdClusters with an active etcd alarm (NOSPACE, CORRUPT)"
+// +kubebuilder:printcolumn:name="NearQuota",type=integer,JSONPath=`.status.etcdClustersNearQuota`,priority=1,description="EtcdClusters whose database is at 80% of its quota or more"
 // +kubebuilder:printcolumn:name="Replica",type=string,JSONPath=`.status.replica`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="TokenExpires",type=string,JSONPath=`.status.tokenExpiresAt`,priority=1

@@ -334,8 +334,14 @@ type EtcdClusterStatus struct {
 	// +optional
 	Replacing *ReplacementLease `json:"replacing,omitempty"`
 
+	// health is etcd's own health as the members report it: alarms, the
+	// database against its quota, the leader and its changes, members that
+	// lag.
+	// +optional
+	Health *EtcdHealth `json:"health,omitempty"`
+
 	// conditions: Available, Progressing, Degraded, ReplacementsExhausted,
-	// TotalLoss, VersionDrifted, UpgradeBlocked.
+	// TotalLoss, VersionDrifted, UpgradeBlocked, AlarmActive, NearQuota.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -374,6 +380,8 @@ type ReplacementLease struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
+// +kubebuilder:printcolumn:name="Alarm",type=string,JSONPath=`.status.conditions[?(@.type=="AlarmActive")].reason`,priority=1,description="the active etcd alarm (NoSpaceAlarm, CorruptAlarm) or NoAlarms"
+// +kubebuilder:printcolumn:name="Quota%",type=integer,JSONPath=`.status.health.quotaUsedPercent`,priority=1,description="the largest member database as a percentage of the backend quota"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 56 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 56 characters, so that the member Pods (<name>-xxxxx) and the client Service (<name>-client) get valid names"
 type EtcdCluster struct {

@@ -43,21 +43,21 @@ func Build(ec *v1alpha1.EtcdCluster, voters int32) *policyv1.PodDisruptionBudget
 	}
 }
 
-// Operator syncs the budget of a cluster for a given voter count.
-type Operator struct {
+// Syncer syncs the budget of a cluster for a given voter count.
+type Syncer struct {
 	client client.Client
 	voters int32
 }
 
-var _ component.Operator[*v1alpha1.EtcdCluster, *policyv1.PodDisruptionBudget] = Operator{}
+var _ component.Syncer[*v1alpha1.EtcdCluster, *policyv1.PodDisruptionBudget] = Syncer{}
 
-// New returns the budget Operator for the cluster's current voter count,
+// New returns the budget Syncer for the cluster's current voter count,
 // writing through c.
-func New(c client.Client, voters int32) Operator { return Operator{client: c, voters: voters} }
+func New(c client.Client, voters int32) Syncer { return Syncer{client: c, voters: voters} }
 
 // Sync ensures the budget of ec matches the voter count and returns it, or
 // deletes it and returns nil when there are no voters.
-func (o Operator) Sync(ctx context.Context, ec *v1alpha1.EtcdCluster) (*policyv1.PodDisruptionBudget, error) {
+func (o Syncer) Sync(ctx context.Context, ec *v1alpha1.EtcdCluster) (*policyv1.PodDisruptionBudget, error) {
 	obj := component.Object[*policyv1.PodDisruptionBudget]{
 		Owner: ec, OwnerKind: "EtcdCluster", Kind: "PDB", Want: Build(ec, o.voters), Repair: repair,
 	}

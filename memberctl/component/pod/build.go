@@ -96,7 +96,19 @@ func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 // node kept power; longer keeps the members of a dead node, which quorum
 // already does without, on it for longer before they are recreated
 // (PVC members: on their claims, when the node returns) or replaced
-// (memory members: a new member elsewhere, while quorum holds).
+// (memory members: a new member elsewhere, while quorum holds, once
+// spec.recovery.nodeLossTimeout has passed too).
+//
+// The clock starts when the node lifecycle controller taints the node,
+// its --node-monitor-grace-period (50 s by default) after the node's last
+// heartbeat, and does not start at all while every node of the cluster is
+// down: the controller then blames itself and evicts nothing, and the
+// Pods restart in place when their nodes boot. An eviction only marks the
+// Pod deleted; a node that comes back finishes it. Tests do not wait 300 s:
+// the sandbox's kubelet caps tolerationSeconds as it schedules a Pod
+// (test/sandbox/kubelet, MaxTolerationSeconds), so this value is not a
+// test knob, and the e2e "a long outage and a drain" runs the real
+// controllers on it.
 const NodeLossTolerationSeconds int64 = 300
 
 // nodeLossTolerations are the only tolerations etcdfleet's Pods carry

@@ -32,16 +32,16 @@ func (e *MissingSecretError) Error() string {
 // Is makes errors.Is(err, ErrMissingSecret) true for a *MissingSecretError.
 func (e *MissingSecretError) Is(target error) bool { return target == ErrMissingSecret }
 
-// Operator syncs the Pod of a member.
-type Operator struct {
+// Syncer syncs the Pod of a member.
+type Syncer struct {
 	client client.Client
 	opts   BuildOptions
 }
 
-var _ component.Operator[*v1alpha1.EtcdMember, *corev1.Pod] = Operator{}
+var _ component.Syncer[*v1alpha1.EtcdMember, *corev1.Pod] = Syncer{}
 
-// New returns the Pod Operator building with opts, writing through c.
-func New(c client.Client, opts BuildOptions) Operator { return Operator{client: c, opts: opts} }
+// New returns the Pod Syncer building with opts, writing through c.
+func New(c client.Client, opts BuildOptions) Syncer { return Syncer{client: c, opts: opts} }
 
 // Sync ensures m's Pod exists and returns it.
 //
@@ -52,7 +52,7 @@ func New(c client.Client, opts BuildOptions) Operator { return Operator{client: 
 //
 // A missing Pod is created from Build with a controller ownerRef to m, after
 // checking that every Secret it mounts exists (*MissingSecretError if not).
-func (o Operator) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, error) {
+func (o Syncer) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, error) {
 	return component.Ensure(ctx, o.client, component.Object[*corev1.Pod]{
 		Owner: m, OwnerKind: "member", Kind: "Pod", Want: Build(m, o.opts),
 		Repair:       repairRoleLabel,

@@ -31,19 +31,19 @@ func Build(m *v1alpha1.EtcdMember) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// Operator syncs the data claim of a member.
-type Operator struct{ client client.Client }
+// Syncer syncs the data claim of a member.
+type Syncer struct{ client client.Client }
 
-var _ component.Operator[*v1alpha1.EtcdMember, *corev1.PersistentVolumeClaim] = Operator{}
+var _ component.Syncer[*v1alpha1.EtcdMember, *corev1.PersistentVolumeClaim] = Syncer{}
 
-// New returns the claim Operator writing through c.
-func New(c client.Client) Operator { return Operator{client: c} }
+// New returns the claim Syncer writing through c.
+func New(c client.Client) Syncer { return Syncer{client: c} }
 
 // Sync ensures the data claim of m exists and is controlled by m, and
 // returns it. For a memory-backed member it returns nil, nil. An existing
 // claim controlled by anything but m's UID is returned as a
 // *component.ForeignError and left untouched. The claim is never updated.
-func (o Operator) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
+func (o Syncer) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.PersistentVolumeClaim, error) {
 	if m.Spec.Storage.Medium == v1alpha1.StorageMediumMemory {
 		return nil, nil
 	}

@@ -11,8 +11,8 @@
 //     operator does; a member stays a learner only until it is promoted,
 //     and readiness keeps members without quorum out of its endpoints.
 //
-// NewHeadless and NewClient return one Operator each (Operators returns
-// both, headless first), so that every Operator in the component packages
+// NewHeadless and NewClient return one Syncer each (Syncers returns
+// both, headless first), so that every Syncer in the component packages
 // keeps exactly one object.
 //
 // Both carry a controller ownerRef to the cluster. Sync repairs drift only

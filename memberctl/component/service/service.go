@@ -47,26 +47,26 @@ func port(name string, p int32) corev1.ServicePort {
 	return corev1.ServicePort{Name: name, Port: p, TargetPort: intstr.FromInt32(p), Protocol: corev1.ProtocolTCP}
 }
 
-// Operator syncs one of the two Services of a cluster.
-type Operator struct {
+// Syncer syncs one of the two Services of a cluster.
+type Syncer struct {
 	client client.Client
 	build  func(*v1alpha1.EtcdCluster) *corev1.Service
 }
 
-var _ component.Operator[*v1alpha1.EtcdCluster, *corev1.Service] = Operator{}
+var _ component.Syncer[*v1alpha1.EtcdCluster, *corev1.Service] = Syncer{}
 
-// NewHeadless returns the Operator of the headless Service, writing through c.
-func NewHeadless(c client.Client) Operator { return Operator{client: c, build: BuildHeadless} }
+// NewHeadless returns the Syncer of the headless Service, writing through c.
+func NewHeadless(c client.Client) Syncer { return Syncer{client: c, build: BuildHeadless} }
 
-// NewClient returns the Operator of the client Service, writing through c.
-func NewClient(c client.Client) Operator { return Operator{client: c, build: BuildClient} }
+// NewClient returns the Syncer of the client Service, writing through c.
+func NewClient(c client.Client) Syncer { return Syncer{client: c, build: BuildClient} }
 
-// Operators returns the Operators of both Services, headless first.
-func Operators(c client.Client) []Operator { return []Operator{NewHeadless(c), NewClient(c)} }
+// Syncers returns the Syncers of both Services, headless first.
+func Syncers(c client.Client) []Syncer { return []Syncer{NewHeadless(c), NewClient(c)} }
 
 // Sync ensures the Service exists and matches in the fields the operator
 // owns, and returns it.
-func (o Operator) Sync(ctx context.Context, ec *v1alpha1.EtcdCluster) (*corev1.Service, error) {
+func (o Syncer) Sync(ctx context.Context, ec *v1alpha1.EtcdCluster) (*corev1.Service, error) {
 	return component.Ensure(ctx, o.client, component.Object[*corev1.Service]{
 		Owner: ec, OwnerKind: "EtcdCluster", Kind: "Service", Want: o.build(ec), Repair: repair,
 	})

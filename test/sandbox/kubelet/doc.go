@@ -18,8 +18,9 @@
 // Faults are a Go API: RebootNode/RebootAll (graceful node shutdown, leaving
 // Pods terminal exactly as the kubelet does and never restarting them),
 // PowerLoss/PowerLossAll (hard power loss: SIGKILL, nothing written, the
-// Node Ready=Unknown; on boot the same Pods restart in new sandboxes),
-// FailAdmission, Crash, and SetNodeReady.
+// Node's Lease no longer renewed; on boot the same Pods restart in new
+// sandboxes, and those evicted meanwhile are finished), FailAdmission,
+// Crash, SetNodeReady, and AddNode.
 //
 // # Implementation details
 //
@@ -42,6 +43,16 @@
 //   - Arguments of etcd containers are rewritten: listen URLs bind the Pod
 //     IP (every member uses the same ports), and container paths under a
 //     volume mount point at the host directory backing it.
+//   - Heartbeats (heartbeat.go): every live Node's Lease in
+//     kube-node-lease is renewed each Options.LeaseRenewInterval, and a
+//     Node Ready condition or Pod readiness that the node lifecycle
+//     controller marked down while the kubelet lived is written back, as
+//     the real kubelet's node status loop and status manager do.
+//   - NoExecute tolerationSeconds are capped by Options.MaxTolerationSeconds
+//     when the kubelet schedules a Pod, so that the real taint eviction
+//     controller evicts in test time.
+//   - Each Node is its own zone (topology.kubernetes.io/zone): see
+//     registerNode for what that makes the node lifecycle controller do.
 //   - Readiness probes run at the Pod's own period, capped by
 //     Options.MaxProbePeriod so tests do not wait real-world seconds.
 //     Liveness probes keep the Pod's own timings: compressed, they killed

@@ -83,8 +83,9 @@ func (k *Kubelet) RebootNode(ctx context.Context, node string, opts RebootOption
 // RebootAll reboots every Node at once.
 func (k *Kubelet) RebootAll(ctx context.Context, opts RebootOptions) error {
 	var wg sync.WaitGroup
-	errs := make([]error, k.opts.Nodes)
-	for i, n := range k.NodeNames() {
+	names := k.NodeNames()
+	errs := make([]error, len(names))
+	for i, n := range names {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = k.RebootNode(ctx, n, opts) }()
 	}

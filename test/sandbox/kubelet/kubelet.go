@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,17 @@ type Options struct {
 	// MaxProbePeriod caps readiness probes' periods and initial delays;
 	// liveness probes keep the Pod's own (see livenessCap).
 	MaxProbePeriod time.Duration
+	// LeaseRenewInterval is how often each live Node's Lease is renewed
+	// (the real kubelet: 10 s). The sandbox's kube-controller-manager
+	// marks a Node unreachable after many of them go missing; see
+	// sandbox.NodeMonitorGracePeriod. Default 2 s.
+	LeaseRenewInterval time.Duration
+	// MaxTolerationSeconds caps the tolerationSeconds of every Pod's
+	// NoExecute tolerations when the kubelet schedules it, as
+	// MaxProbePeriod caps probes: the taint eviction controller then
+	// evicts in test time what a cluster would evict in minutes (Pods
+	// keep their own when shorter). Default 10 s; see capTolerations.
+	MaxTolerationSeconds int64
 	// ClusterDomain is the DNS suffix (default cluster.local).
 	ClusterDomain string
 	Logf          func(format string, args ...any)
@@ -73,6 +85,12 @@ func (o *Options) setDefaults() {
 	if o.MaxProbePeriod == 0 {
 		o.MaxProbePeriod = 500 * time.Millisecond
 	}
+	if o.LeaseRenewInterval == 0 {
+		o.LeaseRenewInterval = 2 * time.Second
+	}
+	if o.MaxTolerationSeconds == 0 {
+		o.MaxTolerationSeconds = 10
+	}
 	if o.ClusterDomain == "" {
 		o.ClusterDomain = "cluster.local"
 	}
@@ -86,20 +104,24 @@ func (o *Options) setDefaults() {
 
 // Kubelet simulates the kubelets of every Node of one cluster.
 type Kubelet struct {
-	opts     Options
-	pods     listerscorev1.PodLister
-	services listerscorev1.ServiceLister
-	svcMu    sync.Mutex
-	svcKeys  map[string][]string // hosts keys of Service names, see refreshServices
-	queue    workqueue.TypedRateLimitingInterface[string]
-	factory  informers.SharedInformerFactory
+	opts       Options
+	pods       listerscorev1.PodLister
+	nodeLister listerscorev1.NodeLister
+	services   listerscorev1.ServiceLister
+	svcMu      sync.Mutex
+	svcKeys    map[string][]string // hosts keys of Service names, see refreshServices
+	queue      workqueue.TypedRateLimitingInterface[string]
+	schedMu    sync.Mutex
+	assumed    map[types.UID]string // Pods bound, by node, until the informer shows it; see schedule
+	factory    informers.SharedInformerFactory
 
-	mu       sync.Mutex
-	nodes    map[string]*nodeState
-	workers  map[string]*podWorker // by ns/name
-	finished map[types.UID]bool    // Pods that reached a terminal phase here
-	stopped  bool
-	quit     chan struct{} // closed by Stop
+	mu        sync.Mutex
+	nodes     map[string]*nodeState
+	nodeNames []string              // in the order registered
+	workers   map[string]*podWorker // by ns/name
+	finished  map[types.UID]bool    // Pods that reached a terminal phase here
+	stopped   bool
+	quit      chan struct{} // closed by Stop
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -111,27 +133,35 @@ type nodeState struct {
 	failAdmission bool
 	// poweredOff: the node's kubelet is dead; it neither runs nor writes.
 	poweredOff bool
+	// lease is the Node's Lease as last written (nil: read it first).
+	lease *coordinationv1.Lease
 }
 
 // New returns a Kubelet; call Start to run it.
 func New(opts Options) *Kubelet {
 	opts.setDefaults()
 	k := &Kubelet{opts: opts, nodes: map[string]*nodeState{}, workers: map[string]*podWorker{},
-		finished: map[types.UID]bool{}, quit: make(chan struct{}), svcKeys: map[string][]string{}}
+		finished: map[types.UID]bool{}, quit: make(chan struct{}), svcKeys: map[string][]string{}, assumed: map[types.UID]string{}}
 	for i := 0; i < opts.Nodes; i++ {
-		name := fmt.Sprintf("%s-node-%d", opts.Cluster, i)
-		k.nodes[name] = &nodeState{name: name, up: true}
+		k.addNodeState()
 	}
 	return k
 }
 
+// addNodeState adds the next Node, <Cluster>-node-<i>, and returns its
+// name. Called with k.mu held, or before Start.
+func (k *Kubelet) addNodeState() string {
+	name := fmt.Sprintf("%s-node-%d", k.opts.Cluster, len(k.nodeNames))
+	k.nodes[name] = &nodeState{name: name, up: true}
+	k.nodeNames = append(k.nodeNames, name)
+	return name
+}
+
 // NodeNames lists the Nodes this kubelet serves.
 func (k *Kubelet) NodeNames() []string {
-	names := make([]string, 0, k.opts.Nodes)
-	for i := 0; i < k.opts.Nodes; i++ {
-		names = append(names, fmt.Sprintf("%s-node-%d", k.opts.Cluster, i))
-	}
-	return names
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.nodeNames...)
 }
 
 // Start registers the Nodes and runs the Pod loop until Stop.
@@ -146,6 +176,7 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	}
 	ctx, k.cancel = context.WithCancel(context.Background())
 	k.factory = informers.NewSharedInformerFactory(k.opts.Client, 0)
+	k.nodeLister = k.factory.Core().V1().Nodes().Lister()
 	podInf := k.factory.Core().V1().Pods()
 	k.pods = podInf.Lister()
 	k.queue = workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](20*time.Millisecond, time.Second))
@@ -186,6 +217,8 @@ func (k *Kubelet) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	k.wg.Add(1)
+	go func() { defer k.wg.Done(); k.heartbeat(ctx) }()
 	return nil
 }
 
@@ -278,6 +311,9 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 			w.stopNow(stopDeleted, grace)
 		}
 		return k.finalizeDelete(ctx, pod)
+	}
+	if w != nil {
+		w.noteAPIStatus(pod.Status)
 	}
 	if isTerminal(pod) || k.wasFinished(pod.UID) || w != nil || !k.nodeUp(node.name) {
 		return nil // terminal Pods are never restarted; down nodes run nothing

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // InstanceLabel is the label whose Pods are spread across Nodes.
@@ -19,9 +20,16 @@ func labelsEverything() labels.Selector { return labels.Everything() }
 
 // registerNode creates the Node and reports it Ready with capacity, an
 // InternalIP and the kubelet port the apiserver dials for port-forward.
+//
+// Each Node is its own zone. The node lifecycle controller evicts nothing
+// while every zone is wholly down (it blames itself, not the nodes), and
+// in a zone of more than two NotReady Nodes and over 55 % of them, in a
+// cluster under 50 Nodes, nothing either; with a zone per Node, a power
+// loss of some Nodes is a zone outage it acts on, as long as one Node
+// runs, and a power loss of every Node evicts nothing, as in a cluster.
 func (k *Kubelet) registerNode(ctx context.Context, name string) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		corev1.LabelHostname: name, "sandbox.etcdfleet.io/cluster": k.opts.Cluster,
+		corev1.LabelHostname: name, corev1.LabelTopologyZone: name, "sandbox.etcdfleet.io/cluster": k.opts.Cluster,
 	}}}
 	_, err := k.opts.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -68,6 +76,19 @@ func (k *Kubelet) writeNodeCondition(ctx context.Context, name string, ready cor
 	})
 }
 
+// AddNode registers one more Node, Ready, and returns its name: a node
+// joining a running cluster.
+func (k *Kubelet) AddNode(ctx context.Context) (string, error) {
+	k.mu.Lock()
+	name := k.addNodeState()
+	k.mu.Unlock()
+	if err := k.registerNode(ctx, name); err != nil {
+		return "", fmt.Errorf("register node %s: %w", name, err)
+	}
+	k.enqueueAll() // Pods left Pending for want of a Ready Node
+	return name, nil
+}
+
 // SetNodeReady marks a Node up or down. A Node coming up resyncs every Pod
 // so Pods left Pending on it start.
 func (k *Kubelet) SetNodeReady(ctx context.Context, name string, ready bool) error {
@@ -91,10 +112,32 @@ func (k *Kubelet) SetNodeReady(ctx context.Context, name string, ready bool) err
 // schedule binds an unscheduled Pod to the Ready Node with the fewest Pods
 // of the same instance, then the fewest Pods overall. With no Ready Node
 // the Pod stays Pending, as with the real scheduler's not-ready taint.
+//
+// One Pod is scheduled at a time, and the Pods it bound count where they
+// were bound until the informer shows it (k.assumed, as the real
+// scheduler's assumed Pods): two members created together otherwise both
+// saw an empty Node and went there.
 func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
+	k.schedMu.Lock()
+	defer k.schedMu.Unlock()
+	if k.assumed[pod.UID] != "" {
+		return nil // bound already; the informer lags
+	}
 	all, err := k.pods.List(labels.Everything())
 	if err != nil {
 		return err
+	}
+	seen := map[types.UID]bool{}
+	for _, p := range all {
+		seen[p.UID] = true
+		if p.Spec.NodeName != "" {
+			delete(k.assumed, p.UID)
+		}
+	}
+	for uid := range k.assumed {
+		if !seen[uid] {
+			delete(k.assumed, uid) // deleted before the informer showed it bound
+		}
 	}
 	instance := pod.Labels[InstanceLabel]
 	type score struct {
@@ -111,11 +154,15 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	for _, p := range all {
-		if p.Spec.NodeName == "" || isTerminal(p) || p.UID == pod.UID {
+		node := p.Spec.NodeName
+		if node == "" {
+			node = k.assumed[p.UID]
+		}
+		if node == "" || isTerminal(p) || p.UID == pod.UID {
 			continue
 		}
 		for i := range candidates {
-			if candidates[i].name != p.Spec.NodeName {
+			if candidates[i].name != node {
 				continue
 			}
 			candidates[i].overall++
@@ -123,6 +170,9 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 				candidates[i].same++
 			}
 		}
+	}
+	if err := k.capTolerations(ctx, pod); err != nil {
+		return err
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
@@ -138,6 +188,9 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 	err = k.opts.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
+	}
+	if err == nil {
+		k.assumed[pod.UID] = candidates[0].name
 	}
 	return err
 }

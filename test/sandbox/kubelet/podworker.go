@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,9 @@ type podWorker struct {
 	mounts      []mount
 	started     time.Time
 	last        *corev1.PodStatus // last status written
+	// apiReady is the Pod's Ready condition as the API last showed it,
+	// set by syncPod and taken by flushStatus; see noteAPIStatus.
+	apiReady atomic.Pointer[corev1.ConditionStatus]
 }
 
 func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {

@@ -6,24 +6,27 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // PowerLoss simulates a hard power loss of node: no shutdown signal, so
 // every process on it is SIGKILLed at once and the kubelet dies with them.
 //
-//   - The Node's Ready condition turns Unknown, as the node lifecycle
-//     controller reports a kubelet that stopped posting status.
-//   - Pods stay exactly as the API had them (usually Running and Ready):
-//     nothing on the node writes any more, nor acts on deletes.
+//   - The Node's Lease is no longer renewed. The node lifecycle
+//     controller marks the Node Ready=Unknown and its Pods NotReady once
+//     its grace period passes (sandbox.NodeMonitorGracePeriod), and taints
+//     it unreachable; past their tolerationSeconds the taint eviction
+//     controller deletes its Pods. Nothing on the node acts on those
+//     deletes until it boots.
+//   - Until then Pods stay exactly as the API had them (usually Running
+//     and Ready): nothing on the node writes any more.
 //   - memory-backed emptyDirs are emptied; disk emptyDirs and PVC
 //     directories keep their data.
 //
 // After outage the node boots in the background: the kubelet comes back,
-// marks the Node Ready and starts every non-terminal Pod bound to it again
-// in a new sandbox, same UID: init containers run again, and containers
-// restart with restartCount+1 and lastState terminated (Unknown, 255).
+// marks the Node Ready, finishes the deletes of Pods evicted meanwhile,
+// and starts every other non-terminal Pod bound to it again in a new
+// sandbox, same UID: init containers run again, and containers restart
+// with restartCount+1 and lastState terminated (Unknown, 255).
 func (k *Kubelet) PowerLoss(ctx context.Context, node string, outage time.Duration) error {
 	k.mu.Lock()
 	n := k.nodes[node]
@@ -45,8 +48,6 @@ func (k *Kubelet) PowerLoss(ctx context.Context, node string, outage time.Durati
 		go func() { defer wg.Done(); w.stopWith(stopRequest{kind: stopPowerLoss}) }()
 	}
 	wg.Wait()
-	err := k.writeNodeCondition(ctx, node, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
-		Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."})
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
@@ -59,7 +60,7 @@ func (k *Kubelet) PowerLoss(ctx context.Context, node string, outage time.Durati
 			k.opts.Logf("kubelet %s: node %s did not boot: %v", k.opts.Cluster, node, err)
 		}
 	}()
-	return err
+	return nil
 }
 
 // boot brings a powered-off node's kubelet back; SetNodeReady resyncs

@@ -105,8 +105,31 @@ func (c *container) status() corev1.ContainerStatus {
 	return cs
 }
 
-// flushStatus writes the status when it changed since the last write.
+// noteAPIStatus records the Pod's Ready condition as the API has it. The
+// node lifecycle controller marks the Pods of a Node it lost touch with
+// NotReady; a kubelet that is alive after all writes its own view back on
+// its next status sync, as the real kubelet's status manager does when the
+// API's status differs from its own.
+func (w *podWorker) noteAPIStatus(st corev1.PodStatus) {
+	r := readyOf(st)
+	w.apiReady.Store(&r)
+}
+
+func readyOf(st corev1.PodStatus) corev1.ConditionStatus {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// flushStatus writes the status when it changed since the last write, or
+// when the API shows a readiness other than the one last written.
 func (w *podWorker) flushStatus(ctx context.Context) {
+	if r := w.apiReady.Swap(nil); r != nil && w.last != nil && *r != readyOf(*w.last) {
+		w.last = nil
+	}
 	st := w.buildStatus()
 	if w.last != nil && equality.Semantic.DeepEqual(*w.last, st) {
 		return

@@ -9,12 +9,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// Operator is the one shape of every owned-object package. New(client,
-// inputs) returns an Operator whose Sync keeps the one object of its kind
+// Syncer is the one shape of every owned-object package. New(client,
+// inputs) returns a Syncer whose Sync keeps the one object of its kind
 // that owner controls as the operator wants it, and returns that object as
 // it is afterwards (nil when the object is not wanted, e.g. the PDB of a
 // cluster without voters or the claim of a memory-backed member).
-type Operator[O, T client.Object] interface {
+type Syncer[O, T client.Object] interface {
 	Sync(ctx context.Context, owner O) (T, error)
 }
 

@@ -1,0 +1,114 @@
+package memberctl_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
+)
+
+// A long outage and a drain, done by Kubernetes' own controllers: the
+// sandbox runs kube-controller-manager's node lifecycle, taint eviction
+// and disruption controllers, and its kubelet renews Node Leases. One
+// spec on one PVC cluster, to keep CI time down: the drain is tried while
+// the first node's outage is under way, and the long outage takes the
+// other members' nodes with it.
+//
+// The "faults" cluster has a fourth Node (suite_test.go) that stays up:
+// with every Node down the node lifecycle controller evicts nothing, as
+// in a real cluster, and etcdfleet's Pods stay where they are.
+var _ = Describe("a long outage and a drain", func() {
+	It("holds a drain while a voter's node is down; evicts every member of a PVC cluster whose nodes stay off past tolerationSeconds, "+
+		"which come back on their claims with their IDs and every key; then lets the drain proceed", func(ctx SpecContext) {
+		const cluster, ns, name = "faults", "outage", "outage"
+		c, cs := clients[cluster], fleet.Cluster(cluster).Clientset
+		k := fleet.Cluster(cluster).Kubelet
+		etcd, ids := startCluster(ctx, c, ns, name, false)
+		etcd.Close()
+		uids := e2eutil.PodUIDs(ctx, c, ns, name)
+		members := e2eutil.MemberNames(ctx, c, ns, name)
+		a, b := members[0], members[1]
+		nodes, distinct := map[string]string{}, map[string]bool{}
+		for _, m := range members {
+			nodes[m] = podNode(ctx, c, ns, m)
+			distinct[nodes[m]] = true
+		}
+		Expect(distinct).To(HaveLen(3), "one member per node")
+		Expect(k.NodeNames()).To(HaveLen(4), "a Node without a member stays up")
+		waitDisruptionsAllowed(ctx, cs, ns, name, 1)
+		load := startWorkload(ctx, cluster, ns, name)
+
+		By("powering off " + a + "'s node: once the controller marks its Pod NotReady, the voter PDB refuses to evict " + b)
+		// Long enough to last through the next steps, so it boots with the others.
+		Expect(k.PowerLoss(ctx, nodes[a], time.Minute)).To(Succeed())
+		waitDisruptionsAllowed(ctx, cs, ns, name, 0)
+		Expect(e2eutil.PodReady(pod(ctx, c, ns, b))).To(BeTrue())
+		err := evict(ctx, cs, ns, b)
+		Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "eviction of %s while %s is down: %v", b, a, err)
+		Expect(pod(ctx, c, ns, b).DeletionTimestamp).To(BeNil())
+
+		By("powering off the other members' nodes past the grace period and tolerationSeconds: the taint eviction controller evicts every member")
+		// Eviction comes NodeMonitorGracePeriod (and a monitor period)
+		// plus the kubelet's 10 s tolerationSeconds cap after the last
+		// beat; the margin lets a loaded controller act before the boot.
+		outage := sandbox.NodeMonitorGracePeriod + 10*time.Second + 12*time.Second
+		for _, m := range members[1:] {
+			Expect(k.PowerLoss(ctx, nodes[m], outage)).To(Succeed())
+		}
+		off := time.Now()
+		Eventually(func(g Gomega) {
+			for _, m := range members {
+				p := &corev1.Pod{}
+				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p)).To(Succeed())
+				g.Expect(p.UID).To(Equal(uids[m]), "%s's Pod went before its node booted", m)
+				g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "%s's Pod not evicted yet", m)
+				g.Expect(p.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.DisruptionTarget),
+					HaveField("Reason", "DeletionByTaintManager"))), "%s evicted by the taint eviction controller", m)
+			}
+		}).WithTimeout(outage - 2*time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		Expect(time.Since(off)).To(BeNumerically("<", outage), "evicted while the nodes were off")
+
+		By("the nodes boot and finish the deletes; every member comes back on its claim with its ID")
+		e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
+		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
+
+		By("the drain proceeds once every voter is back: " + b + " is evicted and comes back on its claim with its ID")
+		before := pod(ctx, c, ns, b).UID
+		Eventually(func() error { return evict(ctx, cs, ns, b) }).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		e2eutil.WaitPodsReplaced(ctx, c, ns, map[string]types.UID{b: before}, 2*time.Minute)
+		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+		load.StopAndCheck()
+		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
+		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+		defer etcd.Close()
+		etcd.ExpectKeys(ctx, "k", 100)
+	}, SpecTimeout(6*time.Minute))
+})
+
+// evict asks for the eviction of Pod ns/name as `kubectl drain` does.
+func evict(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+	return cs.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+}
+
+// waitDisruptionsAllowed waits until the disruption controller has
+// computed the cluster's voter PDB to allow n disruptions.
+func waitDisruptionsAllowed(ctx context.Context, cs kubernetes.Interface, ns, name string, n int32) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pdb.Status.ObservedGeneration).To(Equal(pdb.Generation))
+		g.Expect(pdb.Status.DisruptionsAllowed).To(Equal(n), "healthy %d of %d expected", pdb.Status.CurrentHealthy, pdb.Status.ExpectedPods)
+	}).WithTimeout(sandbox.NodeMonitorGracePeriod + 30*time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+}
