@@ -107,8 +107,11 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 	expectQuorumReady(ready, log.Events(), 2)
 
 	By("one member at a time, and the roll's end recorded")
-	Expect(eventMessages(ctx, cluster, ns, name, "RollingMember")).To(HaveLen(3))
-	Expect(eventMessages(ctx, cluster, ns, name, "Upgraded")).To(HaveLen(1))
+	// Events reach the apiserver asynchronously, a moment after the status.
+	Eventually(func(g Gomega) {
+		g.Expect(eventMessages(ctx, cluster, ns, name, "RollingMember")).To(HaveLen(3))
+		g.Expect(eventMessages(ctx, cluster, ns, name, "Upgraded")).To(HaveLen(1))
+	}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	return ids, log
 }
 
