@@ -6,7 +6,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 )
@@ -126,6 +128,32 @@ var _ = Describe("version roll", func() {
 		Expect(order).To(Equal([]string{"RollingMember", "RollingMember", "LeaderMoved", "RollingMember", "Upgraded"}))
 		Expect(callsLike(h.events.All(), "Normal RollingMember Rolling follower "+b+" from etcd 3.6.16 to 3.7.3: 0/3 members on etcd 3.7.3")).To(HaveLen(1))
 		Expect(h.members()).To(HaveLen(3), "no member was added or removed")
+	})
+
+	It("never rolls a single memory member (it would lose every key), and rolls a single PVC member in place", func() {
+		mem := &v1alpha1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
+			Spec: v1alpha1.EtcdClusterSpec{Replicas: ptr.To(int32(1)), Version: "3.6.16",
+				Storage: v1alpha1.StorageSpec{Medium: v1alpha1.StorageMediumMemory, Size: resource.MustParse("64Mi")}},
+		}
+		Expect(k8sClient.Create(ctx, mem)).To(Succeed())
+		h.converge(mem, 1)
+		report("3.6.16")
+		setVersion(mem, "3.7.3")
+		h.reconcile(mem)
+		h.reconcile(mem)
+		Expect(onVersion("3.7.3")).To(BeEmpty())
+		Expect(progressing(mem).Message).To(ContainSubstring("held: a memory-backed member is replaced with a new ID"))
+
+		By("a PVC cluster of one member")
+		other := newHarness()
+		h = other
+		pvc := h.newCluster(1)
+		h.converge(pvc, 1)
+		report("3.6.16")
+		setVersion(pvc, "3.7.3")
+		h.reconcile(pvc)
+		Expect(onVersion("3.7.3")).To(HaveLen(1), "the only way to change its version; it is unavailable while it restarts")
 	})
 
 	It("rolls nothing while a member is not Ready, a member is being replaced, or the cluster is paused", func() {
