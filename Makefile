@@ -4,6 +4,8 @@ SHELL := /usr/bin/env bash -o pipefail
 
 K8S_VERSION            ?= v1.36.3
 ETCD_VERSION           ?= v3.7.3
+# The sandbox also runs the previous minor, so version rolls are real.
+ETCD_PREVIOUS_VERSION  ?= v3.6.16
 HELM_VERSION           ?= v3.22.0
 CONTROLLER_GEN_VERSION ?= v0.21.0
 # Tools and control-plane binaries live outside the repo so a fresh clone
@@ -12,7 +14,7 @@ CACHE_DIR      ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
 TOOLS_DIR      ?= $(CACHE_DIR)/etcdfleet-tools
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 HELM           := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
-ASSETS_ENV      = K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION)
+ASSETS_ENV      = K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ETCD_PREVIOUS_VERSION=$(ETCD_PREVIOUS_VERSION)
 # Concurrent control-plane starts on 2 cores are CPU-bound: allow 90 s.
 TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
                   KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM) \

@@ -61,11 +61,16 @@
 // and every grant here is for "now". Bucket and returned tokens together
 // never exceed Burst.
 //
-// Waiting requests sit in a per-cluster FIFO in arrival order, one for
-// requests whose etcd cluster lost quorum and one for the rest. Each of the
-// two classes has a ring of clusters ordered by when each was last served;
-// the front cluster gets the next token and moves to the back. All
-// quorum-lost requests are served before any other. Whenever a token is
+// Waiting requests sit in a per-cluster FIFO in arrival order, one per
+// class: heals of etcd clusters that lost quorum, other heals, and planned
+// actions (gate.Action.Planned: version rolls). Each class has a ring of
+// clusters ordered by when each was last served; the front cluster gets
+// the next token and moves to the back. All quorum-lost requests are
+// served before any other, and every heal before any planned action: a
+// fleet reboot in the middle of an upgrade wave heals first, within the
+// bound it would have without the wave (plus the tokens the wave took
+// before the reboot), and the wave resumes after. Planned actions are
+// deferred, never dropped, as long as their callers keep asking. Whenever a token is
 // available (on Reserve, on Cancel, and in Start's loop, which sleeps until
 // the next token accrues) it is granted to the next request in that order
 // and held for it until it asks again.

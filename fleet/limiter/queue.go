@@ -10,18 +10,24 @@ import (
 
 // class orders waiting requests: every urgent request is served before any
 // normal one, because a cluster without quorum serves no writes at all while
-// a degraded one still does.
+// a degraded one still does; and every heal before any planned action (a
+// version roll), so a fleet reboot in the middle of an upgrade wave heals
+// first and the wave resumes after.
 type class int
 
 const (
-	urgent class = iota // QuorumLost
-	normal
+	urgent  class = iota // QuorumLost
+	normal               // other heals
+	planned              // gate.Action.Planned: maintenance, not a heal
 	numClasses
 )
 
 func classOf(r gate.Request) class {
-	if r.QuorumLost {
+	switch {
+	case r.QuorumLost:
 		return urgent
+	case r.Action.Planned():
+		return planned
 	}
 	return normal
 }
@@ -94,7 +100,13 @@ func (q *fairQueue) join(c class, cq *clusterQueue) {
 	q.rings[c] = slices.Insert(r, i, cq)
 }
 
-func (q *fairQueue) len() int { return q.size[urgent] + q.size[normal] }
+func (q *fairQueue) len() int {
+	n := 0
+	for _, s := range q.size {
+		n += s
+	}
+	return n
+}
 
 // lenCluster returns how many requests of cluster are waiting.
 func (q *fairQueue) lenCluster(cluster string) int {
@@ -102,7 +114,11 @@ func (q *fairQueue) lenCluster(cluster string) int {
 	if cq == nil {
 		return 0
 	}
-	return len(cq.fifo[urgent]) + len(cq.fifo[normal])
+	n := 0
+	for _, f := range cq.fifo {
+		n += len(f)
+	}
+	return n
 }
 
 // push queues e in its cluster's FIFO for e.class, keeping arrival order.
@@ -210,9 +226,12 @@ func (q *fairQueue) remove(e *entry) bool {
 // forgetIfEmpty drops an idle cluster so the map does not grow with every
 // cluster ever seen.
 func (q *fairQueue) forgetIfEmpty(cq *clusterQueue) {
-	if len(cq.fifo[urgent]) == 0 && len(cq.fifo[normal]) == 0 {
-		delete(q.clusters, cq.name)
+	for _, f := range cq.fifo {
+		if len(f) > 0 {
+			return
+		}
 	}
+	delete(q.clusters, cq.name)
 }
 
 func (q *fairQueue) index(cq *clusterQueue, e *entry) (int, bool) {
@@ -224,7 +243,8 @@ func (q *fairQueue) index(cq *clusterQueue, e *entry) (int, bool) {
 // ahead returns how many queued requests pop would return before e, if no
 // more arrive. e is the i-th of its cluster, so it is served in round i+1:
 // every cluster before e's in the ring gives up to i+1 requests first, every
-// one after it up to i. All urgent requests precede a normal one.
+// one after it up to i. Every request of a higher class (urgent, then
+// normal) precedes it.
 func (q *fairQueue) ahead(e *entry) int {
 	cq := q.clusters[e.req.Cluster]
 	if cq == nil {
@@ -236,8 +256,8 @@ func (q *fairQueue) ahead(e *entry) int {
 		return 0
 	}
 	n := i
-	if c == normal {
-		n += q.size[urgent]
+	for higher := urgent; higher < c; higher++ {
+		n += q.size[higher]
 	}
 	before := true
 	for _, x := range q.rings[c] {

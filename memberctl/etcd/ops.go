@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
@@ -75,6 +77,10 @@ type Interface interface {
 	Remove(ctx context.Context, t Target, id uint64) error
 	// Status asks one endpoint (of t.Endpoints or not) about itself.
 	Status(ctx context.Context, t Target, endpoint string) (Status, error)
+	// MoveLeader asks the leader, at leaderEndpoint, to hand leadership to
+	// the voter to. etcd refuses the call at any other member (ErrNotLeader),
+	// so it is sent to that one endpoint, not balanced over t's.
+	MoveLeader(ctx context.Context, t Target, leaderEndpoint string, to uint64) error
 	// Forget drops the pooled client of a deleted etcd cluster.
 	Forget(key string)
 }
@@ -162,6 +168,29 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision,
 		DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse, QuotaBytes: resp.DbSizeQuota, RaftAppliedIndex: resp.RaftAppliedIndex,
 		Alarms: alarmsOf(resp.Errors)}, nil
+}
+
+// MoveLeader implements Interface. The client's own MoveLeader goes to
+// whichever endpoint its balancer picks; Dial pins one endpoint, through
+// the pool's dialer and TLS, as Status does.
+func (o *Ops) MoveLeader(ctx context.Context, t Target, leaderEndpoint string, to uint64) error {
+	c, err := o.client(ctx, t)
+	if err != nil {
+		return err
+	}
+	conn, err := c.Dial(leaderEndpoint)
+	if err != nil {
+		return fmt.Errorf("dial leader %s: %w", leaderEndpoint, err)
+	}
+	defer func() { _ = conn.Close() }()
+	// A transfer waits for the transferee to catch up and win an election:
+	// a raft round trip or two, like a membership change.
+	ctx, cancel := context.WithTimeout(ctx, changeTimeout)
+	defer cancel()
+	if _, err := etcdserverpb.NewMaintenanceClient(conn).MoveLeader(ctx, &etcdserverpb.MoveLeaderRequest{TargetID: to}); err != nil {
+		return fmt.Errorf("move leader from %s to %016x: %w", leaderEndpoint, to, rpctypes.Error(err))
+	}
+	return nil
 }
 
 // Forget implements Interface.

@@ -40,7 +40,13 @@
 // spec.version is a change etcd refuses from what runs (memberctl/upgrade
 // holds the rules), or a minor downgrade (etcd's downgrade API is not
 // driven yet), and new members then keep the running version
-// (versions.go). Running members are never rolled to a new version yet. A stuck step turns terminal at
+// (versions.go). A change etcd allows is rolled into the running members
+// (roll.go): on a converged, healthy, unpaused cluster with no replacement
+// in flight, one member's spec.version at a time, followers first, the
+// leader last after MoveLeader to a member on the new version; the next
+// only once that one reports the new version from etcd and every member
+// is Ready (Progressing=True Upgrading with the progress; Events
+// RollingMember, LeaderMoved, Upgraded). A stuck step turns terminal at
 // status.progressDeadline (DeadlineExceeded, or BootstrapFailed before the
 // cluster formed); change the spec, or patch or remove the deadline, to
 // retry.
@@ -117,7 +123,8 @@
 // DeadlineExceeded, BootstrapFailed, ClusterUnreachable, AddLearnerFailed,
 // PromoteFailed, MemberRemovalDone, RestoreNotEnabled, NoSnapshot,
 // NoVerifiedSnapshot,
-// RestoringAfterTotalLoss, RestoredAfterTotalLoss, UpgradeBlocked.
+// RestoringAfterTotalLoss, RestoredAfterTotalLoss, UpgradeBlocked,
+// RollingMember, LeaderMoved, Upgraded.
 //
 // # Trade-offs
 //

@@ -176,9 +176,8 @@ func (p *pass) lockSnapshot(reason string) {
 	p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, reason, msg)
 }
 
-// reconciledMessage says what runs, as the members report it: a
-// spec.version change reaches new members only, so the latched version
-// alone would claim an upgrade that has not happened.
+// reconciledMessage says what runs, as the members report it: the
+// latched version alone would claim an upgrade still rolling, or refused.
 func (p *pass) reconciledMessage() string {
 	o := p.ec.Status.Observed
 	if len(p.versions.counts) == 0 {
@@ -188,15 +187,18 @@ func (p *pass) reconciledMessage() string {
 }
 
 // goal is what a step moves towards. Once members report versions other
-// than the latched one it says which version new members get, and that
-// running members keep theirs: nothing rolls them yet.
+// than the latched one it says what happens to them: rolled one at a time
+// (roll.go), or kept while the change is refused.
 func (p *pass) goal(o *v1alpha1.EtcdClusterObservedSpec) string {
 	v := p.versions
 	if len(v.counts) == 0 || (len(v.counts) == 1 && v.counts[0].Version == o.Version) {
 		return fmt.Sprintf("%d ready member(s) of etcd %s", o.Replicas, o.Version)
 	}
-	return fmt.Sprintf("%d ready member(s), new ones at etcd %s; running members keep %s (they are not rolled)",
-		o.Replicas, v.forNewMembers(o.Version), v.running())
+	if v.blocked() {
+		return fmt.Sprintf("%d ready member(s), new ones at etcd %s; running members keep %s (the change is refused)",
+			o.Replicas, v.forNewMembers(o.Version), v.running())
+	}
+	return fmt.Sprintf("%d ready member(s) of etcd %s, rolled one at a time from %s", o.Replicas, o.Version, v.running())
 }
 
 // setCondition sets a condition stamped with the cluster's generation;

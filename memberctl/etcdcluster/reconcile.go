@@ -89,6 +89,8 @@ type pass struct {
 	// majorityLost says which members are provably lost, a majority, and
 	// which survive, while etcd does not answer (majorityLoss).
 	majorityLost string
+	// rollNote says what a version roll did or waits for in this pass.
+	rollNote string
 	// health paces observeHealth (the Reconciler's).
 	health *healthClock
 }
@@ -212,7 +214,10 @@ func (p *pass) step(ctx context.Context) (ctrl.Result, error) {
 	case current > desired:
 		return p.scaleDown(ctx)
 	default:
-		return p.promoteReady(ctx)
+		if res, done, err := p.promoteReady(ctx); done || err != nil {
+			return res, err
+		}
+		return p.roll(ctx)
 	}
 }
 

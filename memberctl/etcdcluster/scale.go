@@ -98,13 +98,13 @@ func (p *pass) scaleUp(ctx context.Context) (ctrl.Result, error) {
 }
 
 // promoteReady promotes a learner of a converged cluster once every member
-// is Ready (a learner added by the previous step).
-func (p *pass) promoteReady(ctx context.Context) (ctrl.Result, error) {
+// is Ready (a learner added by the previous step). done reports that a
+// learner exists, so nothing else may change in this pass.
+func (p *pass) promoteReady(ctx context.Context) (ctrl.Result, bool, error) {
 	if !p.etcd.ok || !p.members.allReady() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, false, nil
 	}
-	res, _, err := p.promoteLearner(ctx)
-	return res, err
+	return p.promoteLearner(ctx)
 }
 
 // promoteLearner promotes etcd's first learner if its member is Ready.

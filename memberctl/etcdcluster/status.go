@@ -138,7 +138,9 @@ func (p *pass) buildStatus() {
 	p.setCondition(v1alpha1.ConditionDegraded, d.status, d.reason, d.message)
 	if a.reason == v1alpha1.ReasonPaused {
 		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionFalse, a.reason, a.message)
+		return
 	}
+	p.setRollStatus()
 }
 
 // memberStatuses summarises every member, sorted by name. Roles come from

@@ -15,11 +15,11 @@ import (
 
 // Versions: what the members run, as each one reports it (EtcdMember
 // status.version, read from etcd by the member controller), against
-// spec.version. Running members are not rolled to a new spec.version yet;
-// the version only reaches members created after the change. So that a
-// change etcd refuses never mixes versions, new members keep the running
-// version while spec.version is a change etcd does not allow from it, or a
-// minor downgrade, which needs etcd's downgrade API that nothing drives yet.
+// spec.version. A change etcd allows is rolled into the running members one
+// at a time (roll.go). So that a change etcd refuses never mixes versions,
+// nothing is rolled and new members keep the running version while
+// spec.version is a change etcd does not allow from it, or a minor
+// downgrade, which needs etcd's downgrade API that nothing drives yet.
 
 // versionState is what the running members report, judged once per pass.
 type versionState struct {
@@ -146,7 +146,7 @@ func versionVerdicts(s versionState) (drifted, blocked verdict) {
 		return drifted, verdict{metav1.ConditionTrue, reason, s.refusal()}
 	}
 	return drifted, verdict{metav1.ConditionFalse, v1alpha1.ReasonUpgradePathAllowed,
-		fmt.Sprintf("etcd allows %s from %s; spec.version reaches new members only: running members are not rolled yet", s.spec, s.running())}
+		fmt.Sprintf("etcd allows %s from %s; the members are rolled to it one at a time, followers first, the leader last", s.spec, s.running())}
 }
 
 // setVersionStatus writes status.versions, VersionDrifted and

@@ -78,9 +78,10 @@ var _ = Describe("versions", func() {
 		Expect(drifted.Status).To(Equal(metav1.ConditionTrue))
 		Expect(drifted.Message).To(Equal("members run etcd 3.6.16; spec.version is 3.7.3"))
 		Expect(condition(ec, v1alpha1.ConditionProgressing).Message).To(Equal(
-			"the spec changed: moving to 3 ready member(s), new ones at etcd 3.7.3; running members keep etcd 3.6.16 (they are not rolled)"))
+			"the spec changed: moving to 3 ready member(s) of etcd 3.7.3, rolled one at a time from etcd 3.6.16"))
 		h.reconcile(ec)
-		Expect(condition(ec, v1alpha1.ConditionProgressing).Message).To(Equal("3 member(s), all ready, running etcd 3.6.16"))
+		Expect(condition(ec, v1alpha1.ConditionProgressing).Message).To(HavePrefix(
+			"0/3 members on etcd 3.7.3; waiting for member "), "the roll (roll_test.go) says where it stands, not that the cluster is reconciled")
 	})
 
 	It("blocks a change etcd refuses: UpgradeBlocked with one Event, no member touched, new members at the running version", func() {
@@ -129,11 +130,19 @@ var _ = Describe("versions", func() {
 		blocked := condition(ec, v1alpha1.ConditionUpgradeBlocked)
 		Expect(blocked.Status).To(Equal(metav1.ConditionFalse))
 		Expect(blocked.Reason).To(Equal(v1alpha1.ReasonUpgradePathAllowed))
-		Expect(blocked.Message).To(ContainSubstring("running members are not rolled yet"))
+		Expect(blocked.Message).To(ContainSubstring("the members are rolled to it one at a time"))
 
 		before := resourceVersions()
 		setSpec(ec, "3.7.3", 4)
-		h.converge(ec, 4)
+		for i := 0; i < 10; i++ { // grow to 4; the roll then starts, which the harness does not play
+			h.reconcile(ec)
+			for _, m := range h.members() {
+				if m.Spec.InitialCluster != "" && m.Status.PodName == "" {
+					h.startMember(&m)
+				}
+			}
+		}
+		Expect(h.members()).To(HaveLen(4))
 		for _, m := range h.members() {
 			if _, old := before[m.Name]; !old {
 				Expect(m.Spec.Version).To(Equal("3.7.3"), "a new member once the change is allowed")

@@ -33,6 +33,15 @@
 //     replaceLostMemoryMember with its own podLoss (a reason, and how a live
 //     read of the Pod confirms it).
 //
+// A planned fourth goes through the same flow: a version roll (roll.go).
+// When the cluster reconciler changed spec.version and the running Pod's
+// etcd image tag differs, the Pod is restarted at the new version, only
+// while the other voters keep quorum without it, and the gate is asked
+// with gate.VersionRoll, which a shared gate serves after every heal. A
+// PVC member's Pod is deleted and recreated on its claim with its ID
+// (counted in its status, never capped); a memory member is removed like
+// a lost one (holding the lease) and replaced by a new member.
+//
 // The flow, the same for every kind: paused? → counted already? → policy
 // (cap, backoff) → one removal per etcd cluster → safety check → shared gate
 // (the wait counts in etcdfleet_member_replacements_throttled_total) →

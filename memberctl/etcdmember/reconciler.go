@@ -108,6 +108,8 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 		return s.replaceLostMemoryMember(ctx, dataDirWiped)
 	case p != nil && pod.IsTerminal(p) && p.DeletionTimestamp == nil:
 		return s.replaceTerminalPod(ctx, p)
+	case p != nil && needsRoll(p, m):
+		return s.rollMember(ctx, p)
 	case p == nil:
 		if lost, err := s.claimLost(ctx); err != nil || lost {
 			if err != nil {

@@ -131,9 +131,14 @@ func (s *run) removeMember(ctx context.Context, j job, event string, because fun
 func (s *run) quorumWithoutSafety(ctx context.Context) (safety, error) {
 	// Only holdsWithout matters here: the member's own answer is not asked.
 	q, err := s.liveQuorum(ctx, false)
-	switch {
-	case err != nil:
+	if err != nil {
 		return safety{}, err
+	}
+	return quorumWithout(q)
+}
+
+func quorumWithout(q quorumView) (safety, error) {
+	switch {
 	case q.voters == 0:
 		return safety{why: "no other member to hold quorum"}, nil
 	case !q.listed:

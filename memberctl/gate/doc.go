@@ -1,6 +1,8 @@
 // Package gate defines the question memberctl asks before every destructive
 // action on an etcd member: deleting a terminal Pod, replacing a
-// crash-looping member, or replacing a member whose memory-backed Pod was lost.
+// crash-looping member, or replacing a member whose memory-backed Pod was lost;
+// and before planned ones (Action.Planned), such as restarting a member at
+// a new etcd version, which a shared Gate serves after every heal.
 //
 // memberctl knows nothing of fleets. The fleet layer implements Gate with one
 // rate limiter shared by every workload cluster; a single-cluster operator

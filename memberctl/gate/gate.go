@@ -22,7 +22,20 @@ const (
 	// TotalLossRestore re-bootstraps an etcd cluster whose every member lost
 	// its data from a snapshot; Member is empty.
 	TotalLossRestore Action = "TotalLossRestore"
+	// VersionRoll restarts a healthy member's Pod at another etcd version
+	// (a rolling upgrade): planned, not a heal. A PVC member's Pod is
+	// recreated on its claim with its member ID; a memory member is
+	// replaced by a new member.
+	VersionRoll Action = "VersionRoll"
 )
+
+// Planned reports whether a is maintenance asked for by a user (a roll)
+// rather than a heal of something broken. A shared Gate serves heals
+// first: a fleet reboot in the middle of an upgrade wave heals every
+// cluster before the wave takes another token.
+func (a Action) Planned() bool {
+	return a == VersionRoll
+}
 
 // Request identifies one destructive action.
 type Request struct {

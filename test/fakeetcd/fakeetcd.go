@@ -18,8 +18,9 @@
 // Status answers for the member whose name is the first label of the
 // endpoint's host (http://<member>.<cluster>.<ns>.svc:2379, as
 // etcd.MemberClientURL builds it), when it is listed and not down; it
-// reports the member's ID, version 3.6.16 and the revision set by
-// SetRevision. The cluster ID starts as 0xc1a5, member IDs count up
+// reports the member's ID, the leader (the first voter, until MoveLeader
+// moves it), version 3.6.16 (SetVersion changes it per member) and the
+// revision set by SetRevision. The cluster ID starts as 0xc1a5, member IDs count up
 // from 0x101.
 package fakeetcd
 
@@ -55,6 +56,8 @@ type Etcd struct {
 	statusAsked map[string]int
 	// revision is the keyspace revision Status reports.
 	revision int64
+	// leader is the leader's member ID; 0 means the first voter listed.
+	leader uint64
 	// health overrides Status's health fields by member name (SetHealth).
 	health map[string]etcd.Status
 }
@@ -89,8 +92,8 @@ func (f *Etcd) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-// Calls returns the MemberList, AddLearner, Promote and Remove calls made
-// so far, e.g. "AddLearner http://...".
+// Calls returns the MemberList, AddLearner, Promote, Remove and MoveLeader
+// calls made so far, e.g. "AddLearner http://...".
 func (f *Etcd) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -287,7 +290,7 @@ func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.S
 	if f.fail != nil {
 		return etcd.Status{}, f.fail
 	}
-	name := strings.SplitN(strings.TrimPrefix(endpoint, "http://"), ".", 2)[0]
+	name := memberName(endpoint)
 	f.statusAsked[name]++
 	for _, m := range f.members {
 		if m.Name == name && !f.down[name] {
@@ -297,10 +300,70 @@ func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.S
 			}
 			st := f.health[name]
 			st.MemberID, st.Version, st.Revision = m.ID, v, f.revision
+			if st.Leader == 0 {
+				st.Leader = f.leaderLocked()
+			}
 			return st, nil
 		}
 	}
 	return etcd.Status{}, fmt.Errorf("status of %s: connection refused", endpoint)
+}
+
+// Leader returns the leader's member ID: the one MoveLeader moved it to
+// while that one is listed, else the first voter; 0 with no voter.
+func (f *Etcd) Leader() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leaderLocked()
+}
+
+func (f *Etcd) leaderLocked() uint64 {
+	first := uint64(0)
+	for _, m := range f.members {
+		if m.IsLearner {
+			continue
+		}
+		if m.ID == f.leader {
+			return m.ID
+		}
+		if first == 0 {
+			first = m.ID
+		}
+	}
+	return first
+}
+
+// MoveLeader moves leadership to voter to, as etcd does, and only when
+// asked at the leader's endpoint (etcd answers ErrNotLeader elsewhere).
+func (f *Etcd) MoveLeader(_ context.Context, _ etcd.Target, leaderEndpoint string, to uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("MoveLeader %016x", to)
+	if f.fail != nil {
+		return f.fail
+	}
+	name := memberName(leaderEndpoint)
+	lead := f.leaderLocked()
+	asked := false
+	for _, m := range f.members {
+		if m.ID == lead && m.Name == name && !f.down[name] {
+			asked = true
+		}
+	}
+	if !asked {
+		return fmt.Errorf("move leader: etcdserver: not leader (asked %s)", leaderEndpoint)
+	}
+	for _, m := range f.members {
+		if m.ID == to && !m.IsLearner {
+			f.leader = to
+			return nil
+		}
+	}
+	return fmt.Errorf("move leader: etcdserver: bad leader transferee (%016x)", to)
+}
+
+func memberName(endpoint string) string {
+	return strings.SplitN(strings.TrimPrefix(endpoint, "http://"), ".", 2)[0]
 }
 
 // Forget records key (see Forgotten).

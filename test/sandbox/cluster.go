@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -116,6 +117,7 @@ func startCluster(ctx context.Context, name string, opts Options, ips *kubelet.I
 	kopts := opts.Kubelet
 	kopts.Cluster, kopts.Client, kopts.Nodes = name, c.Clientset, opts.Nodes
 	kopts.EtcdBinary = filepath.Join(opts.AssetsDir, "etcd")
+	kopts.EtcdBinaries = etcdBinaries(opts.AssetsDir)
 	kopts.Dir, kopts.Hosts, kopts.IPs, kopts.DaemonPort = filepath.Join(c.Dir, "kubelet"), c.hosts, ips, c.pf.Port()
 	if kopts.Logf == nil {
 		kopts.Logf = opts.Logf
@@ -221,4 +223,15 @@ func kubeconfigFor(cfg *rest.Config, cluster, user string) ([]byte, error) {
 	kc.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
 	kc.CurrentContext = cluster
 	return clientcmd.Write(*kc)
+}
+
+// etcdBinaries finds the per-minor etcd builds test/tools/assets.sh links
+// beside the default one (etcd-3.6, etcd-3.7), keyed by minor.
+func etcdBinaries(dir string) map[string]string {
+	paths, _ := filepath.Glob(filepath.Join(dir, "etcd-*.*"))
+	out := map[string]string{}
+	for _, p := range paths {
+		out[strings.TrimPrefix(filepath.Base(p), "etcd-")] = p
+	}
+	return out
 }

@@ -6,7 +6,7 @@
 #
 #   export KUBEBUILDER_ASSETS="$(test/tools/assets.sh)"
 #
-# Env: K8S_VERSION (v1.36.3) ETCD_VERSION (v3.7.3)
+# Env: K8S_VERSION (v1.36.3) ETCD_VERSION (v3.7.3) ETCD_PREVIOUS_VERSION (v3.6.16)
 #      ASSETS_CACHE (${XDG_CACHE_HOME:-$HOME/.cache}/etcdfleet-assets)
 #
 # Builds:
@@ -15,17 +15,23 @@
 #   etcd   etcdmain.Main wrapped with test/sandbox/sandboxdns, so that members
 #       resolve Kubernetes DNS names from the sandbox hosts file in process.
 #   etcdctl  stock.
+#   etcd-<major.minor>  the same wrapper at ETCD_PREVIOUS_VERSION (and a link
+#       for ETCD_VERSION's minor): the sandbox kubelet runs the binary whose
+#       minor matches a Pod's image tag, so version upgrades and downgrades
+#       in the e2e suites are real (test/sandbox/kubelet EtcdBinaries).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 K8S_VERSION="${K8S_VERSION:-v1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
+ETCD_PREVIOUS_VERSION="${ETCD_PREVIOUS_VERSION:-v3.6.16}"
 CACHE="${ASSETS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcdfleet-assets}"
 # The etcd wrapper embeds our resolver, so its key includes the resolver's source hash.
 DNS_HASH="$(cat "$ROOT"/test/sandbox/sandboxdns/*.go "$ROOT"/test/tools/_etcdwrapper/main.go | sha256sum | cut -c1-12)"
 KUBE_DIR="$CACHE/kube-${K8S_VERSION#v}"
 ETCD_DIR="$CACHE/etcd-${ETCD_VERSION#v}-dns-$DNS_HASH"
-DEST="$CACHE/assets-k8s-${K8S_VERSION#v}_etcd-${ETCD_VERSION#v}-$DNS_HASH"
+PREV_DIR="$CACHE/etcd-${ETCD_PREVIOUS_VERSION#v}-dns-$DNS_HASH"
+DEST="$CACHE/assets-k8s-${K8S_VERSION#v}_etcd-${ETCD_VERSION#v}-${ETCD_PREVIOUS_VERSION#v}-$DNS_HASH"
 
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--buildvcs=false}" GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 mkdir -p "$CACHE"
@@ -60,32 +66,37 @@ build_kube() {
   echo ">> kube binaries built in $((SECONDS - start))s" >&2
 }
 
+# build_etcd VERSION DIR
 build_etcd() {
-  local tmp start=$SECONDS
+  local version="$1" dir="$2" tmp start=$SECONDS
   tmp="$(mktemp -d "$CACHE/.etcd.XXXXXX")"
   trap 'rm -rf "$tmp"' RETURN
-  echo ">> building etcd $ETCD_VERSION with the sandbox resolver (cold: ~1.5 min)" >&2
+  echo ">> building etcd $version with the sandbox resolver (cold: ~1.5 min)" >&2
   ( cd "$tmp"
     go mod init etcd-build.local >/dev/null 2>&1
     mkdir sandboxdns
     cp "$ROOT"/test/sandbox/sandboxdns/*.go sandboxdns/; rm -f sandboxdns/*_test.go
     cp "$ROOT/test/tools/_etcdwrapper/main.go" main.go
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    go get "go.etcd.io/etcd/server/v3@$version"
     go mod tidy   # adds x/net (the resolver's dnsmessage) at etcd's own version
     go build -trimpath -ldflags "-s -w" -o "$tmp/out/etcd" .
     # etcdctl after tidy: tidy drops requirements no package here imports.
-    go get "go.etcd.io/etcd/etcdctl/v3@$ETCD_VERSION"
+    go get "go.etcd.io/etcd/etcdctl/v3@$version"
     go build -trimpath -ldflags "-s -w" -o "$tmp/out/etcdctl" go.etcd.io/etcd/etcdctl/v3 ) >&2
-  mkdir -p "$ETCD_DIR"; mv -f "$tmp"/out/* "$ETCD_DIR/"; rm -rf "$tmp"
+  mkdir -p "$dir"; mv -f "$tmp"/out/* "$dir/"; rm -rf "$tmp"
   echo ">> etcd built in $((SECONDS - start))s" >&2
 }
 
 [ -x "$KUBE_DIR/kubectl" ] && [ -x "$KUBE_DIR/kube-apiserver" ] && [ -x "$KUBE_DIR/kube-controller-manager" ] || build_kube
-[ -x "$ETCD_DIR/etcd" ] && [ -x "$ETCD_DIR/etcdctl" ] || build_etcd
+[ -x "$ETCD_DIR/etcd" ] && [ -x "$ETCD_DIR/etcdctl" ] || build_etcd "$ETCD_VERSION" "$ETCD_DIR"
+[ -x "$PREV_DIR/etcd" ] && [ -x "$PREV_DIR/etcdctl" ] || build_etcd "$ETCD_PREVIOUS_VERSION" "$PREV_DIR"
 
 # One directory for KUBEBUILDER_ASSETS: links to the version-keyed builds.
 mkdir -p "$DEST"
 for f in kube-apiserver kube-controller-manager kubectl; do ln -sfn "$KUBE_DIR/$f" "$DEST/$f"; done
 for f in etcd etcdctl; do ln -sfn "$ETCD_DIR/$f" "$DEST/$f"; done
+minor() { local v="${1#v}"; echo "${v%.*}"; }
+ln -sfn "$ETCD_DIR/etcd" "$DEST/etcd-$(minor "$ETCD_VERSION")"
+ln -sfn "$PREV_DIR/etcd" "$DEST/etcd-$(minor "$ETCD_PREVIOUS_VERSION")"
 "$DEST/kube-apiserver" --version >&2
 echo "$DEST"

@@ -142,6 +142,11 @@ const (
 	ReasonReconciled = "Reconciled"
 	// ReasonMembersUnhealthy (Degraded=True): some member is not ready.
 	ReasonMembersUnhealthy = "MembersUnhealthy"
+	// ReasonUpgrading (Progressing=True): the members are being rolled to
+	// spec.version one at a time, followers first and the leader last; the
+	// message gives the progress ("1/3 members on etcd 3.7.3") and what the
+	// roll does or waits for now.
+	ReasonUpgrading = "Upgrading"
 )
 
 // EtcdMember condition reasons.

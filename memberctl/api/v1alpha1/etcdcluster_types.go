@@ -113,7 +113,8 @@ type EtcdOptions struct {
 // EtcdClusterSpec is the desired state of an etcd cluster.
 //
 // resources, affinity, topologySpreadConstraints, options and storage.size
-// apply to members created after the change; existing members are not rolled.
+// apply to members created after the change; existing members are not
+// rolled for them (version is: see its field).
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && self.replicas == 0 && has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="replicas may not be 0 with storage.medium Memory: a memory-backed cluster cannot be paused"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls may not be added or removed"
@@ -128,7 +129,15 @@ type EtcdClusterSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// version of etcd: one etcdfleet supports, e.g. "3.7.3". The workload
-	// admission policy admits etcd's images at these tags only.
+	// admission policy admits etcd's images at these tags only. A change
+	// etcd allows from the running versions (a patch, or one minor up from
+	// its minimum patch: 3.6.11+ before 3.7) is rolled into the running
+	// members one at a time once the cluster is whole and healthy:
+	// followers first, the leader last after leadership moves to an
+	// upgraded member; a PVC member keeps its ID, a memory member is
+	// replaced by a new one. Each restart goes through the shared fleet gate
+	// after every heal, and waits while the cluster is paused. A change etcd
+	// refuses, or a minor downgrade, rolls nothing: UpgradeBlocked says why.
 	// +required
 	// +kubebuilder:validation:Enum="3.6.14";"3.6.15";"3.6.16";"3.7.1";"3.7.2";"3.7.3"
 	Version string `json:"version"`
@@ -349,8 +358,9 @@ type ReplacementLease struct {
 	// podUID is the UID of the Pod being replaced.
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
-	// action is the kind of replacement: CrashLoopReplace, PodLossReplace
-	// or NodeLossReplace.
+	// action is the kind of replacement: CrashLoopReplace, PodLossReplace,
+	// NodeLossReplace, or VersionRoll (a memory member rolled to a new
+	// etcd version).
 	Action string `json:"action"`
 	// since is when the lease was taken.
 	Since metav1.Time `json:"since"`

@@ -24,7 +24,9 @@ type MemberTLS struct {
 }
 
 // EtcdMemberSpec is copied from the cluster's status.observed when the
-// member is created and is never re-templated.
+// member is created and is never re-templated, except version: the
+// cluster reconciler changes it to roll the member to another etcd
+// version, and the member reconciler then restarts its Pod.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.clusterToken) == has(oldSelf.clusterToken) && (!has(self.clusterToken) || self.clusterToken == oldSelf.clusterToken)",message="clusterToken is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.initialCluster) || size(oldSelf.initialCluster) == 0 || (has(self.initialCluster) && self.initialCluster == oldSelf.initialCluster)",message="initialCluster may not change once set"
@@ -35,7 +37,9 @@ type EtcdMemberSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable"
 	ClusterName string `json:"clusterName"`
 
-	// version of etcd the Pod runs.
+	// version of etcd the Pod runs. Changed by the EtcdCluster reconciler
+	// during a rolling version change; a running Pod of another version is
+	// then deleted (through the shared gate) and recreated at this one.
 	// +required
 	// +kubebuilder:validation:Pattern=`^\d+\.\d+\.\d+$`
 	// +kubebuilder:validation:MaxLength=32

@@ -82,6 +82,11 @@ func StartAll(ctx context.Context, targets ...Target) Runnings {
 	return out
 }
 
+// SetEndpoints points the workload's client at these members: a spec
+// that replaces every member (a memory cluster's roll) keeps the clients
+// on the members that exist.
+func (r *Running) SetEndpoints(endpoints ...string) { r.etcd.SetEndpoints(endpoints...) }
+
 // Stop stops the workload and closes its client, once; it returns the
 // history.
 func (r *Running) Stop() History {

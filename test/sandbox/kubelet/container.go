@@ -56,6 +56,9 @@ func newContainer(w *podWorker, spec *corev1.Container, init bool) *container {
 	switch {
 	case isEtcdImage(spec.Image):
 		c.binary = o.EtcdBinary
+		if b, ok := o.EtcdBinaries[imageMinor(spec.Image)]; ok {
+			c.binary = b
+		}
 	case isAgentImage(spec.Image):
 		c.binary = o.AgentBinary
 	}
@@ -78,6 +81,22 @@ func isEtcdImage(image string) bool {
 // etcdfleet-agent): ghcr.io/etcdfleet/etcdfleet-manager:0.1.0, ...
 func isAgentImage(image string) bool {
 	return strings.HasPrefix(filepath.Base(imageRepo(image)), "etcdfleet")
+}
+
+// imageMinor is the major.minor version of an image's tag ("3.6" for
+// quay.io/coreos/etcd:v3.6.16 or registry.k8s.io/etcd:3.6.15-0); "" when
+// the tag does not start with a version.
+func imageMinor(image string) string {
+	repo := imageRepo(image)
+	tag := strings.TrimPrefix(strings.TrimPrefix(image, repo), ":")
+	if i := strings.IndexAny(tag, "@"); i >= 0 {
+		tag = tag[:i]
+	}
+	parts := strings.SplitN(strings.TrimPrefix(tag, "v"), ".", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" || strings.Trim(parts[0]+parts[1], "0123456789") != "" {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
 }
 
 func imageRepo(image string) string {

@@ -30,8 +30,14 @@ type Options struct {
 	Client  kubernetes.Interface
 	// Nodes is how many Nodes to register (default 3).
 	Nodes int
-	// EtcdBinary runs containers whose image is an etcd image.
+	// EtcdBinary runs containers whose image is an etcd image, unless
+	// EtcdBinaries has one for the image tag's minor version.
 	EtcdBinary string
+	// EtcdBinaries maps an etcd minor version ("3.6") to the binary that
+	// runs images tagged with it (v3.6.16, 3.6.15-0, ...), so a version
+	// upgrade or downgrade changes the etcd that runs. A tag of another
+	// minor, or none, runs EtcdBinary.
+	EtcdBinaries map[string]string
 	// AgentBinary (etcdfleet-agent) runs containers whose image is
 	// etcdfleet's own; without it they are reported running with no process.
 	AgentBinary string

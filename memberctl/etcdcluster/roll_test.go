@@ -1,0 +1,197 @@
+package etcdcluster
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+)
+
+// Rolling a version change into the running members. The harness plays
+// the member reconciler: a member whose spec.version changed restarts
+// (not Ready), then reports the new version from etcd and is Ready again.
+var _ = Describe("version roll", func() {
+	var h *harness
+	ctx := context.Background()
+	BeforeEach(func() { h = newHarness() })
+
+	report := func(version string) {
+		GinkgoHelper()
+		for _, m := range h.members() {
+			h.setMemberStatus(&m, func(s *v1alpha1.EtcdMemberStatus) { s.Version = version })
+		}
+	}
+	setVersion := func(ec *v1alpha1.EtcdCluster, v string) {
+		GinkgoHelper()
+		cur := h.get(ec)
+		cur.Spec.Version = v
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+	}
+	// onVersion names the members whose spec.version is v, oldest first.
+	onVersion := func(v string) []string {
+		GinkgoHelper()
+		var out []string
+		for _, m := range h.members() {
+			if m.Spec.Version == v {
+				out = append(out, m.Name)
+			}
+		}
+		return out
+	}
+	// restart plays the member reconciler restarting a member at its
+	// spec.version: first not Ready, then Ready and reporting it.
+	restart := func(ec *v1alpha1.EtcdCluster, name string) {
+		GinkgoHelper()
+		for _, m := range h.members() {
+			if m.Name != name {
+				continue
+			}
+			h.setReady(&m, false)
+			h.reconcile(ec)
+			Expect(onVersion("3.7.3")).To(ContainElement(name))
+			h.setMemberStatus(&m, func(s *v1alpha1.EtcdMemberStatus) {
+				s.Version = m.Spec.Version
+				apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
+					Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPodReady, Message: "pod is ready"})
+			})
+			return
+		}
+		Fail("no member " + name)
+	}
+	progressing := func(ec *v1alpha1.EtcdCluster) metav1.Condition {
+		GinkgoHelper()
+		c := apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionProgressing)
+		Expect(c).NotTo(BeNil())
+		return *c
+	}
+
+	It("rolls one member at a time, followers first, the leader last after moving leadership", func() {
+		ec := h.newCluster(3)
+		h.converge(ec, 3)
+		report("3.6.16")
+		// a leads (the fake's leader is its first voter); b and c follow,
+		// oldest first as the reconciler orders them.
+		var a, b, c string
+		for _, m := range h.members() {
+			switch {
+			case mustID(&m) == h.etcd.Leader():
+				a = m.Name
+			case b == "":
+				b = m.Name
+			default:
+				c = m.Name
+			}
+		}
+
+		setVersion(ec, "3.7.3")
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(Equal([]string{b}), "the oldest follower first")
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(Equal([]string{b}), "one at a time: the next waits for this one to run 3.7.3")
+		p := progressing(ec)
+		Expect(p.Reason).To(Equal(v1alpha1.ReasonUpgrading))
+		Expect(p.Message).To(Equal("0/3 members on etcd 3.7.3; waiting for member " + b + " to run etcd 3.7.3"))
+
+		restart(ec, b)
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(Equal([]string{b, c}))
+		Expect(progressing(ec).Message).To(HavePrefix("1/3 members on etcd 3.7.3; "))
+
+		restart(ec, c)
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(Equal([]string{b, c}), "the leader is not rolled while it leads")
+		Expect(callsLike(h.etcd.Calls(), "MoveLeader")).To(HaveLen(1))
+		Expect(h.etcd.Leader()).To(Equal(mustID(h.memberNamed(b))), "leadership moved to the oldest member on 3.7.3")
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(ConsistOf(a, b, c), "the former leader, now a follower, goes last")
+
+		restart(ec, a)
+		h.reconcile(ec)
+		cur := h.get(ec)
+		Expect(cur.Status.Versions).To(Equal([]v1alpha1.EtcdClusterVersionCount{{Version: "3.7.3", Members: 3}}))
+		Expect(progressing(ec).Reason).To(Equal(v1alpha1.ReasonReconciled))
+		Expect(conditionStatus(cur, v1alpha1.ConditionVersionDrifted)).To(Equal(metav1.ConditionFalse))
+		var order []string
+		for _, e := range h.events.All() {
+			for _, r := range []string{"RollingMember", "LeaderMoved", "Upgraded"} {
+				if len(callsLike([]string{e}, "Normal "+r+" ")) == 1 {
+					order = append(order, r)
+				}
+			}
+		}
+		Expect(order).To(Equal([]string{"RollingMember", "RollingMember", "LeaderMoved", "RollingMember", "Upgraded"}))
+		Expect(callsLike(h.events.All(), "Normal RollingMember Rolling follower "+b+" from etcd 3.6.16 to 3.7.3: 0/3 members on etcd 3.7.3")).To(HaveLen(1))
+		Expect(h.members()).To(HaveLen(3), "no member was added or removed")
+	})
+
+	It("never rolls a single memory member (it would lose every key), and rolls a single PVC member in place", func() {
+		mem := &v1alpha1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
+			Spec: v1alpha1.EtcdClusterSpec{Replicas: ptr.To(int32(1)), Version: "3.6.16",
+				Storage: v1alpha1.StorageSpec{Medium: v1alpha1.StorageMediumMemory, Size: resource.MustParse("64Mi")}},
+		}
+		Expect(k8sClient.Create(ctx, mem)).To(Succeed())
+		h.converge(mem, 1)
+		report("3.6.16")
+		setVersion(mem, "3.7.3")
+		h.reconcile(mem)
+		h.reconcile(mem)
+		Expect(onVersion("3.7.3")).To(BeEmpty())
+		Expect(progressing(mem).Message).To(ContainSubstring("held: a memory-backed member is replaced with a new ID"))
+
+		By("a PVC cluster of one member")
+		other := newHarness()
+		h = other
+		pvc := h.newCluster(1)
+		h.converge(pvc, 1)
+		report("3.6.16")
+		setVersion(pvc, "3.7.3")
+		h.reconcile(pvc)
+		Expect(onVersion("3.7.3")).To(HaveLen(1), "the only way to change its version; it is unavailable while it restarts")
+	})
+
+	It("rolls nothing while a member is not Ready, a member is being replaced, or the cluster is paused", func() {
+		ec := h.newCluster(3)
+		h.converge(ec, 3)
+		report("3.6.16")
+		ms := h.members()
+		setVersion(ec, "3.7.3")
+
+		By("a member not Ready")
+		h.setReady(&ms[2], false)
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(BeEmpty())
+		h.setReady(&ms[2], true)
+
+		By("a replacement in flight")
+		cur := h.get(ec)
+		cur.Status.Replacing = &v1alpha1.ReplacementLease{Member: ms[2].Name, MemberUID: ms[2].UID,
+			Action: "CrashLoopReplace", Since: metav1.Now()}
+		Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
+		h.setReady(&ms[2], false) // the lease is held until it is gone or back
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(BeEmpty())
+		h.setReady(&ms[2], true)
+		h.reconcile(ec) // releases the lease: the member is back and Ready
+		Expect(h.get(ec).Status.Replacing).To(BeNil())
+		Expect(onVersion("3.7.3")).To(BeEmpty(), "the lease was still held when the step was decided")
+
+		By("paused")
+		cl, err := h.r.Clusters.Cluster(ctx, "")
+		Expect(err).NotTo(HaveOccurred())
+		cl.Paused = func() bool { return true }
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(BeEmpty())
+		Expect(progressing(ec).Message).To(ContainSubstring("held: destructive actions are paused"))
+
+		cl.Paused = nil
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(HaveLen(1))
+	})
+})

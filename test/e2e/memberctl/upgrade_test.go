@@ -1,0 +1,228 @@
+package memberctl_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
+)
+
+// A rolling version upgrade with real etcd of both versions: the sandbox
+// kubelet runs etcd 3.6.16 for a v3.6.16 image and 3.7.3 for v3.7.3
+// (test/tools/assets.sh builds both).
+var _ = Describe("rolling version upgrade", func() {
+	const cluster = "pf"
+
+	It("rolls a PVC cluster 3.6.16 → 3.7.3 one member at a time, the leader last: IDs kept, every write kept, quorum Ready throughout", func(ctx SpecContext) {
+		ids, log := upgrade(ctx, cluster, "upgrade-pvc", "uppvc", false)
+		Expect(e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-pvc", "uppvc")).To(Equal(ids), "a PVC member keeps its ID")
+		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated, under its member's name")
+		// Events reach the apiserver asynchronously, a moment after the
+		// status. (Not checked on the memory cluster: its roll records more
+		// Events on the EtcdCluster than client-go's spam filter passes, 25
+		// per object, so the last ones are dropped.)
+		Eventually(func(g Gomega) {
+			g.Expect(eventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "RollingMember")).To(HaveLen(3), "one member at a time")
+			g.Expect(eventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "LeaderMoved")).To(HaveLen(1), "the leader went last, after moving leadership")
+			g.Expect(eventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "Upgraded")).To(HaveLen(1))
+		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	}, SpecTimeout(5*time.Minute))
+
+	It("rolls a memory cluster 3.6.16 → 3.7.3 by replacing one member at a time with a new ID, only while quorum holds", func(ctx SpecContext) {
+		ids, _ := upgrade(ctx, cluster, "upgrade-mem", "upmem", true)
+		now := e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-mem", "upmem")
+		Expect(now).To(HaveLen(3))
+		for n, id := range now {
+			Expect(ids).NotTo(HaveKey(n), "member %s was replaced", n)
+			Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
+		}
+	}, SpecTimeout(5*time.Minute))
+})
+
+// upgrade creates a 3-member cluster at 3.6.16, writes 100 keys, then
+// changes spec.version to 3.7.3 under the client workload and waits until
+// the cluster reports every member on 3.7.3 and Reconciled. It checks the
+// workload's history, every key, the versions against etcd, that a quorum
+// of member Pods was Ready at every instant the apiserver reported, and
+// the roll's Events; it returns the member IDs from before the roll and
+// the Pod watch.
+func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[string]string, *e2eutil.PodLog) {
+	GinkgoHelper()
+	const from, to = "3.6.16", "3.7.3"
+	c := clients[cluster]
+	sb.Namespace(ctx, cluster, ns)
+	ec := e2eutil.NewEtcdCluster(ns, name, 3, memory)
+	ec.Spec.Version = from
+	Expect(c.Create(ctx, ec)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+	e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
+	cli := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	cli.PutKeys(ctx, "k", 100)
+	cli.Close()
+	ids := e2eutil.MemberIDs(ctx, c, ns, name)
+	expectRunning(ctx, cluster, ns, name, from)
+
+	ready := podsReady(ctx, c, ns)
+	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(log.Stop)
+	load := startWorkload(ctx, cluster, ns, name)
+	stopFollowing := func() {}
+	if memory {
+		// Every member is replaced under a new name: keep the clients on
+		// the members that exist, as a client following the membership would.
+		stopFollowing = followMembers(ctx, c, load, ns, name)
+	}
+
+	By("changing spec.version to " + to)
+	cur := &v1alpha1.EtcdCluster{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.Version = to
+	Expect(c.Patch(ctx, cur, patch)).To(Succeed())
+
+	Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
+		g.Expect(cur.Status.Versions).To(Equal([]v1alpha1.EtcdClusterVersionCount{{Version: to, Members: 3}}))
+		p := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionProgressing)
+		g.Expect(p).NotTo(BeNil())
+		g.Expect(p.Reason).To(Equal(v1alpha1.ReasonReconciled), "progressing: %s", p.Message)
+		g.Expect(e2eutil.Available(cur)).To(BeTrue())
+	}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	stopFollowing()
+	load.StopAndCheck()
+
+	By("every key is there, and etcd itself says " + to)
+	cli = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	defer cli.Close()
+	cli.ExpectKeys(ctx, "k", 100)
+	expectRunning(ctx, cluster, ns, name, to)
+
+	By("never fewer than a quorum of member Pods Ready, as the apiserver reported them")
+	expectQuorumReady(ready, log.Events(), 2)
+	return ids, log
+}
+
+// expectRunning checks, against etcd itself, that every member runs
+// version, and that the EtcdCluster's status.versions and each member's
+// status.version say so.
+func expectRunning(ctx context.Context, cluster, ns, name, version string) {
+	GinkgoHelper()
+	c := clients[cluster]
+	members := e2eutil.Members(ctx, c, ns, name)
+	// A client of the members that run now (a memory cluster's are new).
+	cli := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	defer cli.Close()
+	Eventually(func(g Gomega) {
+		for n := range members {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			st, err := cli.Status(cctx, etcd.ClientURL(ns, name, n, false))
+			cancel()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.Version).To(Equal(version), "etcd of member %s", n)
+		}
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		g.Expect(ec.Status.Versions).To(Equal([]v1alpha1.EtcdClusterVersionCount{{Version: version, Members: int32(len(members))}}))
+		for n, m := range e2eutil.Members(ctx, c, ns, name) {
+			g.Expect(m.Status.Version).To(Equal(version), "status.version of member %s", n)
+		}
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+}
+
+// podsReady is each Pod's readiness in ns now.
+func podsReady(ctx context.Context, c client.Client, ns string) map[string]bool {
+	GinkgoHelper()
+	var list corev1.PodList
+	Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	out := map[string]bool{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = e2eutil.PodReady(&list.Items[i])
+	}
+	return out
+}
+
+// expectQuorumReady replays the Pod watch from the readiness at its start
+// and fails at the first instant fewer than quorum Pods were Ready.
+func expectQuorumReady(ready map[string]bool, events []e2eutil.PodEvent, quorum int) {
+	GinkgoHelper()
+	count := func() (int, string) {
+		n, names := 0, []string{}
+		for p, r := range ready {
+			if r {
+				n++
+				names = append(names, p)
+			}
+		}
+		sort.Strings(names)
+		return n, fmt.Sprint(names)
+	}
+	for _, e := range events {
+		ready[e.Name] = e.Type != watch.Deleted && e.Ready
+		n, names := count()
+		Expect(n).To(BeNumerically(">=", quorum), "at %s (%s %s) only %s were Ready", e.At.Format(time.RFC3339Nano), e.Type, e.Name, names)
+	}
+}
+
+// followMembers points the workload at the cluster's current members
+// every 250 ms until the returned stop (called before the workload's
+// client closes), which points it once more.
+func followMembers(ctx context.Context, c client.Client, load *lincheck.Running, ns, name string) (stop func()) {
+	follow := func(ctx context.Context) {
+		var list v1alpha1.EtcdMemberList
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: name}); err != nil {
+			return
+		}
+		var eps []string
+		for _, m := range list.Items {
+			if m.DeletionTimestamp == nil {
+				eps = append(eps, etcd.ClientURL(ns, name, m.Name, false))
+			}
+		}
+		if len(eps) > 0 {
+			load.SetEndpoints(eps...)
+		}
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for fctx.Err() == nil {
+			follow(fctx)
+			select {
+			case <-fctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	var once bool
+	stop = func() {
+		if !once {
+			once = true
+			cancel()
+			<-done
+			follow(ctx)
+		}
+	}
+	DeferCleanup(func() {
+		if !once {
+			once = true
+			cancel()
+			<-done
+		}
+	})
+	return stop
+}
