@@ -71,6 +71,9 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 	if err := removeRoleBindings(ctx, wl, nil); err != nil {
 		return explain("workload cluster", err)
 	}
+	if err := removeTokenRotation(ctx, wl); err != nil {
+		return explain("workload cluster", err)
+	}
 	for _, obj := range append(admissionObjects(),
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: WorkloadClusterRole}},
