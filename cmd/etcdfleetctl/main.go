@@ -110,12 +110,19 @@ removes that right again.`,
 
 func unregisterCmd() *cobra.Command {
 	var m mgmtFlags
-	var removeRBAC, revoke bool
+	var removeRBAC, revoke, keepOrphans, deleteClaims bool
 	var kubeconfig, kctx string
 	c := &cobra.Command{
 		Use:   "unregister NAME",
-		Short: "Delete a cluster's registration Secret (the manager disengages it) and revoke its token",
-		Args:  cobra.ExactArgs(1),
+		Short: "Delete a cluster's registration Secret (the manager disengages it), revoke its token and remove what it left behind",
+		Long: `Delete the cluster's registration Secret on the management cluster, so the
+manager disengages it; with the workload cluster's kubeconfig (the
+default), revoke the registered token there by deleting the Secrets it is
+bound to, which also revokes every token rotated from it; then remove the
+orphans the token may have created, printing each.
+
+` + ctl.OrphanDefinition + `.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mg, err := m.config()
 			if err != nil {
@@ -127,11 +134,13 @@ func unregisterCmd() *cobra.Command {
 					return err
 				}
 			}
-			o.RemoveRBAC = removeRBAC
+			o.RemoveRBAC, o.KeepOrphans, o.DeleteOrphanedClaims = removeRBAC, keepOrphans, deleteClaims
 			return ctl.Unregister(cmd.Context(), o)
 		},
 	}
 	c.Flags().BoolVar(&revoke, "revoke", true, "revoke the registered token on the workload cluster (needs --kubeconfig/--context of it); --revoke=false leaves it valid until it expires")
+	c.Flags().BoolVar(&keepOrphans, "keep-orphans", false, "do not remove the orphans (see above) after revoking the token")
+	c.Flags().BoolVar(&deleteClaims, "delete-orphaned-claims", false, "also delete orphaned PersistentVolumeClaims, whose volumes may hold data (listed and kept otherwise)")
 	c.Flags().BoolVar(&removeRBAC, "remove-workload-rbac", false, "also remove the manager's ServiceAccount, RBAC and admission policy from the workload cluster")
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster, with rights to delete Secrets in etcdfleet-system (default $KUBECONFIG or ~/.kube/config)")
 	c.Flags().StringVar(&kctx, "context", "", "context of the workload cluster in that kubeconfig")
