@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
@@ -83,9 +85,19 @@ func (r *Rotator) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.opts.Namespace && o.GetLabels()[fleetv1.RegistrationLabel] == "true"
 	})
+	// A FleetCluster created after its Secret (the dashboard creates it)
+	// gets its condition at once, not at the next due date.
+	created := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return e.Object.GetNamespace() == r.opts.Namespace },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("token-rotation").
 		WithOptions(controller.Options{SkipNameValidation: &r.opts.SkipNameValidation}).
-		For(&corev1.Secret{}, builder.WithPredicates(ours)).Complete(r)
+		For(&corev1.Secret{}, builder.WithPredicates(ours)).
+		Watches(&fleetv1.FleetCluster{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(created)).
+		Complete(r)
 }
 
 // Reconcile looks at one registration: not opted in, nothing; not due,
