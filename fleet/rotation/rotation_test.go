@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -26,7 +28,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
@@ -221,6 +225,42 @@ var _ = Describe("token rotation", Ordered, func() {
 			To(BeTrue(), "no token of another ServiceAccount")
 	}, SpecTimeout(2*time.Minute))
 
+	It("rotates from a running manager, once, and records an Event", func(ctx SpecContext) {
+		mg := fleet.Cluster("mgmt")
+		before := tokenOf(secret(ctx))
+		// The clock runs 45 minutes ahead until the first rotation is
+		// recorded (within its reconcile, before the Secret's update is
+		// reconciled), then true: the new token is young, and must not be
+		// rotated again.
+		var ahead atomic.Bool
+		ahead.Store(true)
+		now := func() time.Time {
+			if ahead.Load() {
+				return time.Now().Add(45 * time.Minute)
+			}
+			return time.Now()
+		}
+		mgr, err := ctrl.NewManager(mg.Config, ctrl.Options{Scheme: scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+			Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{ns: {}}, Label: labels.SelectorFromSet(labels.Set{fleetv1.RegistrationLabel: "true"})}}}})
+		Expect(err).NotTo(HaveOccurred())
+		rec := flipOnRotated{EventRecorder: mgr.GetEventRecorderFor("etcdfleet-token-rotation"), ahead: &ahead}
+		Expect(rotation.New(mgr.GetClient(), rotation.Options{Namespace: ns, Now: now, SkipNameValidation: true,
+			Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
+		mctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() { _ = mgr.Start(mctx) }()
+		Eventually(func() string { return tokenOf(secret(ctx)) }).WithTimeout(30 * time.Second).ShouldNot(Equal(before))
+		Eventually(ahead.Load).WithTimeout(10*time.Second).Should(BeFalse(), "the rotation was recorded")
+		after := tokenOf(secret(ctx))
+		Consistently(func() string { return tokenOf(secret(ctx)) }).WithTimeout(3*time.Second).Should(Equal(after), "no second rotation")
+		Eventually(func() bool {
+			evs, err := mg.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=TokenRotated"})
+			return err == nil && len(evs.Items) > 0
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		rotated = after
+	}, SpecTimeout(2*time.Minute))
+
 	It("revokes the rotated token on unregister", func(ctx SpecContext) {
 		var out bytes.Buffer
 		mg := fleet.Cluster("mgmt")
@@ -260,4 +300,17 @@ func managerWithoutSecretUpdate(ctx context.Context) client.Client {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return mgmtClient(cfg)
+}
+
+// flipOnRotated turns the test clock true when a rotation is recorded.
+type flipOnRotated struct {
+	record.EventRecorder
+	ahead *atomic.Bool
+}
+
+func (f flipOnRotated) Event(obj apiruntime.Object, eventType, reason, message string) {
+	if reason == "TokenRotated" {
+		f.ahead.Store(false)
+	}
+	f.EventRecorder.Event(obj, eventType, reason, message)
 }
