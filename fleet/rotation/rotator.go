@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -142,6 +143,9 @@ func (r *Rotator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err != nil {
 		reason := ReasonRotationFailed
 		switch {
+		case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
+			// Granted, but the admission policy refused the request.
+			reason = ReasonWorkloadRefused
 		case apierrors.IsForbidden(err):
 			reason = ReasonWorkloadForbidden
 			err = fmt.Errorf("%w; the workload cluster must grant it: etcdfleetctl register %s --allow-token-rotation, "+
