@@ -103,7 +103,7 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 # and testdata/fuzz) run as plain tests with every go test, make test's
 # included; fuzzing itself is `make fuzz` alone, not part of make test:
 # -fuzz rebuilds every target instrumented (405 s cold on 2 cores).
-FUZZ_TARGETS ?= ./providers/kubeconfigsecret:FuzzParseKubeconfig ./memberctl/component/pod:FuzzBuild ./memberctl/replacement:FuzzPolicy ./memberctl/schedule:FuzzParseCron ./memberctl/etcdaccess:FuzzWSConnRead ./memberctl/etcdaccess:FuzzStreamConnErrors ./memberctl/snapshot/agent:FuzzParseResult ./memberctl/datadirguard:FuzzDataDirLost ./providers/kubeconfigsecret:FuzzJWTLifetime ./memberctl/upgrade:FuzzCheck
+FUZZ_TARGETS ?= ./providers/kubeconfigsecret:FuzzParseKubeconfig ./memberctl/component/pod:FuzzBuild ./memberctl/replacement:FuzzPolicy ./memberctl/schedule:FuzzParseCron ./memberctl/etcdaccess:FuzzWSConnRead ./memberctl/etcdaccess:FuzzStreamConnErrors ./memberctl/snapshot/agent:FuzzParseResult ./memberctl/datadirguard:FuzzDataDirLost ./providers/kubeconfigsecret:FuzzJWTLifetime ./memberctl/upgrade:FuzzCheck ./memberctl/etcdaccess:FuzzSPDYPortForward
 FUZZTIME     ?= 10s
 
 .PHONY: fuzz

@@ -38,7 +38,8 @@ func registerCmd() *cobra.Command {
 	var kubeconfig, kctx, server string
 	var ttl time.Duration
 	var watch, oldWatch, images, s3Endpoints []string
-	var clusterWide bool
+	var clusterWide, rotate bool
+	var rotateBefore time.Duration
 	c := &cobra.Command{
 		Use:   "register NAME (--namespaces=a,b | --cluster-wide)",
 		Short: "Install etcdfleet's CRDs and least-privilege RBAC in a workload cluster and register it by Secret (again: rotates the token)",
@@ -54,12 +55,20 @@ Where the manager may act is always your choice, on every run:
                     get any Secret of the cluster by name and port-forward
                     into any Pod.
 Either way only reading the kube-system Namespace, the cluster's identity,
-is granted cluster-wide besides.`,
+is granted cluster-wide besides.
+
+--allow-token-rotation lets the manager rotate the token itself before it
+expires, unattended: the ServiceAccount may then mint tokens of itself
+only, each bound to a registration Secret (so unregister still revokes
+them all), for this apiserver, for at most 90 days. The management side
+needs the etcdfleet chart's tokenRotation.enabled. Without the flag, a run
+removes that right again.`,
 		Example: `  etcdfleetctl register prod-eu-1 --namespaces=etcd --kubeconfig prod-eu-1.kubeconfig --mgmt-kubeconfig mgmt.kubeconfig`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := ctl.RegisterOptions{Name: args[0], Namespace: m.namespace, TokenDuration: ttl,
 				WatchNamespaces: append(watch, oldWatch...), ClusterWide: clusterWide, AllowedImages: images, AllowedS3Endpoints: s3Endpoints, Server: server,
+				AllowTokenRotation: rotate, RotateBefore: rotateBefore,
 				Out: cmd.OutOrStdout(), Warnings: cmd.ErrOrStderr()}
 			// The scope first: a missing choice is refused before any
 			// kubeconfig is read.
@@ -89,6 +98,10 @@ is granted cluster-wide besides.`,
 	_ = c.Flags().MarkDeprecated("watch-namespaces", "use --namespaces")
 	c.Flags().BoolVar(&clusterWide, "cluster-wide", false,
 		"grant the manager its rights in every namespace (a ClusterRoleBinding): the token can then get any Secret by name and port-forward into any Pod; this or --namespaces is required")
+	c.Flags().BoolVar(&rotate, "allow-token-rotation", false,
+		"let the manager rotate this token before it expires: grants the ServiceAccount tokens of itself only, bound to a registration Secret (unregister revokes them), for at most 90 days; the etcdfleet chart needs tokenRotation.enabled. Without it, register removes that grant")
+	c.Flags().DurationVar(&rotateBefore, "rotate-before", 0,
+		"with --allow-token-rotation, rotate once less than this is left (default: a third of the token's lifetime)")
 	c.Flags().StringSliceVar(&images, "allowed-images", nil,
 		"image repositories whose every tag the admission policy lets etcdfleet's Pods run, replacing the default (etcdfleet's own); list your mirror of the manager's agentImage. etcd's official images are admitted at the supported versions regardless, and refused here")
 	c.Flags().StringSliceVar(&s3Endpoints, "allowed-s3-endpoints", nil,
@@ -99,12 +112,19 @@ is granted cluster-wide besides.`,
 
 func unregisterCmd() *cobra.Command {
 	var m mgmtFlags
-	var removeRBAC, revoke bool
+	var removeRBAC, revoke, keepOrphans, deleteClaims bool
 	var kubeconfig, kctx string
 	c := &cobra.Command{
 		Use:   "unregister NAME",
-		Short: "Delete a cluster's registration Secret (the manager disengages it) and revoke its token",
-		Args:  cobra.ExactArgs(1),
+		Short: "Delete a cluster's registration Secret (the manager disengages it), revoke its token and remove what it left behind",
+		Long: `Delete the cluster's registration Secret on the management cluster, so the
+manager disengages it; with the workload cluster's kubeconfig (the
+default), revoke the registered token there by deleting the Secrets it is
+bound to, which also revokes every token rotated from it; then remove the
+orphans the token may have created, printing each.
+
+` + ctl.OrphanDefinition + `.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mg, err := m.config()
 			if err != nil {
@@ -116,11 +136,13 @@ func unregisterCmd() *cobra.Command {
 					return err
 				}
 			}
-			o.RemoveRBAC = removeRBAC
+			o.RemoveRBAC, o.KeepOrphans, o.DeleteOrphanedClaims = removeRBAC, keepOrphans, deleteClaims
 			return ctl.Unregister(cmd.Context(), o)
 		},
 	}
 	c.Flags().BoolVar(&revoke, "revoke", true, "revoke the registered token on the workload cluster (needs --kubeconfig/--context of it); --revoke=false leaves it valid until it expires")
+	c.Flags().BoolVar(&keepOrphans, "keep-orphans", false, "do not remove the orphans (see above) after revoking the token")
+	c.Flags().BoolVar(&deleteClaims, "delete-orphaned-claims", false, "also delete orphaned PersistentVolumeClaims, whose volumes may hold data (listed and kept otherwise)")
 	c.Flags().BoolVar(&removeRBAC, "remove-workload-rbac", false, "also remove the manager's ServiceAccount, RBAC and admission policy from the workload cluster")
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the workload cluster, with rights to delete Secrets in etcdfleet-system (default $KUBECONFIG or ~/.kube/config)")
 	c.Flags().StringVar(&kctx, "context", "", "context of the workload cluster in that kubeconfig")

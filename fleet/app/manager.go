@@ -28,6 +28,7 @@ import (
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
+	"github.com/etcdfleet/etcdfleet/fleet/rotation"
 	"github.com/etcdfleet/etcdfleet/fleet/settings"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
@@ -171,6 +172,13 @@ func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.Type
 		}
 	}
 	if err := f.Dashboard.SetupWithManager(local); err != nil {
+		return err
+	}
+	// Opted-in registrations renew their own tokens before expiry (the
+	// leader mints; each registration and cluster opts in apart).
+	rot := rotation.New(local.GetClient(), rotation.Options{Namespace: c.Namespace,
+		Recorder: local.GetEventRecorderFor("etcdfleet-token-rotation"), SkipNameValidation: skipNameValidation})
+	if err := rot.SetupWithManager(local); err != nil {
 		return err
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},

@@ -23,8 +23,11 @@
 // # Unregister
 //
 // Delete the management Secret; with the workload cluster's config, delete
-// NAME's registration Secrets (revoking the token) and, on request, the
-// ServiceAccount, bindings and admission policy.
+// NAME's registration Secrets (revoking the token and every token rotated
+// from it), then the orphans the token may have created (RemoveOrphans,
+// OrphanDefinition: labelled managed-by=etcdfleet, controlled by no live
+// etcdfleet object; claims only with DeleteOrphanedClaims), and, on
+// request, the ServiceAccount, bindings and admission policies.
 //
 // One cluster, one registration: register reads the workload cluster's
 // identity (its kube-system Namespace UID, as the manager does) and refuses
@@ -37,7 +40,10 @@
 // # Trade-offs
 //
 // Tokens expire (DefaultTokenDuration, 30 days): run register again before
-// then, which is also how to rotate. The new token is stored before the old
+// then, which is also how to rotate, or opt in to unattended rotation
+// (AllowTokenRotation, fleet/rotation), which grants the ServiceAccount
+// tokens of itself bound to a registration Secret, and waits until the
+// apiserver enforces the policy that holds it to that. The new token is stored before the old
 // is revoked, so the manager never holds a revoked token while a valid one
 // exists; if the revocation fails, register says so and a re-run finishes
 // it. A cluster is in one mode only: the ServiceAccount is shared by every

@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/config"
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/fleet/rotation"
 )
 
 // Names on the workload cluster. The registration label and key are
@@ -58,6 +59,18 @@ type RegisterOptions struct {
 	// although they refuse loopback, link-local, unspecified and metadata
 	// addresses by default (AdmissionManifests).
 	AllowedS3Endpoints []string
+	// AllowTokenRotation (--allow-token-rotation) lets the manager rotate
+	// the token itself before it expires: register grants the workload
+	// side (workload.TokenRotationObjects: a token of its own
+	// ServiceAccount, bound to a registration Secret) and marks the
+	// registration Secret (rotation.EnabledAnnotation). Without it, both
+	// are removed, so a register run withdraws an earlier opt-in. The
+	// management side needs the etcdfleet chart's tokenRotation.enabled.
+	AllowTokenRotation bool
+	// RotateBefore, with AllowTokenRotation, rotates once less than this
+	// is left (rotation.RotateBeforeAnnotation); zero: a third of the
+	// token's lifetime.
+	RotateBefore time.Duration
 	// Server overrides the workload apiserver URL written to the Secret, for
 	// when the manager reaches it at another address than the caller does.
 	Server string
@@ -99,6 +112,9 @@ func (o RegisterOptions) Validate() error {
 	// Blanks only (--namespaces=) count as no namespaces: the empty list
 	// would otherwise mean cluster-wide, which must be asked for by name.
 	namespaced := len(normalizeNamespaces(o.WatchNamespaces)) > 0
+	if o.RotateBefore != 0 && (!o.AllowTokenRotation || o.RotateBefore < 0) {
+		return errors.New("--rotate-before needs --allow-token-rotation and a positive duration")
+	}
 	switch {
 	case namespaced && o.ClusterWide:
 		return ErrBothScopes
@@ -151,6 +167,9 @@ func Register(ctx context.Context, o RegisterOptions) error {
 	if err := installWorkload(ctx, wl, manifests, namespaces, o.Out); err != nil {
 		return explain("workload cluster", err)
 	}
+	if err := grantTokenRotation(ctx, wl, o.Workload, o.AllowTokenRotation, o.Out); err != nil {
+		return explain("workload cluster", err)
+	}
 	if err := rotate(ctx, wl, mg, o, kubeconfigFor(o.Name, server, ca), namespaces); err != nil {
 		return err
 	}
@@ -174,7 +193,7 @@ func rotate(ctx context.Context, wl, mg client.Client, o RegisterOptions, kubeco
 	}
 	fmt.Fprintf(o.Out, "writing Secret %s/%s on the management cluster (token expires %s)\n",
 		o.Namespace, o.Name, tok.expiresAt.UTC().Format(time.RFC3339))
-	if err := writeSecret(ctx, mg, o.Namespace, o.Name, kc, tok.expiresAt, namespaces); err != nil {
+	if err := writeSecret(ctx, mg, o, kc, tok.expiresAt, namespaces); err != nil {
 		// The new token is not stored anywhere: revoke it, keep the old.
 		return errors.Join(explain("management cluster", err), client.IgnoreNotFound(wl.Delete(ctx, tok.boundTo)))
 	}
@@ -246,7 +265,8 @@ func kubeconfig(name, server string, ca []byte, token string) ([]byte, error) {
 
 // writeSecret writes the registration Secret: the kubeconfig, the token's
 // expiry and, in namespaced mode, the namespaces.
-func writeSecret(ctx context.Context, c client.Client, ns, name string, kc []byte, expires time.Time, namespaces []string) error {
+func writeSecret(ctx context.Context, c client.Client, o RegisterOptions, kc []byte, expires time.Time, namespaces []string) error {
+	ns, name := o.Namespace, o.Name
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := c.Create(ctx, nsObj); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 		return err
@@ -267,6 +287,14 @@ func writeSecret(ctx context.Context, c client.Client, ns, name string, kc []byt
 	delete(s.Annotations, fleetv1.WatchNamespacesAnnotation)
 	if len(namespaces) > 0 {
 		s.Annotations[fleetv1.WatchNamespacesAnnotation] = strings.Join(namespaces, ",")
+	}
+	delete(s.Annotations, rotation.EnabledAnnotation)
+	delete(s.Annotations, rotation.RotateBeforeAnnotation)
+	if o.AllowTokenRotation {
+		s.Annotations[rotation.EnabledAnnotation] = "true"
+		if o.RotateBefore > 0 {
+			s.Annotations[rotation.RotateBeforeAnnotation] = o.RotateBefore.String()
+		}
 	}
 	s.Data = map[string][]byte{fleetv1.KubeconfigKey: kc}
 	if apierrors.IsNotFound(err) {

@@ -24,6 +24,9 @@ type UnregisterOptions struct {
 	// Workload, when set, revokes the registered token there (deleting the
 	// Secret it is bound to).
 	Workload *rest.Config
+	// KeepOrphans skips removing the orphans (OrphanDefinition) after the
+	// token is revoked; DeleteOrphanedClaims deletes orphaned claims too.
+	KeepOrphans, DeleteOrphanedClaims bool
 	// RemoveRBAC also removes the manager's ServiceAccount, RBAC bindings
 	// and admission policy from Workload (the CRDs and etcd clusters stay).
 	RemoveRBAC bool
@@ -65,10 +68,20 @@ func Unregister(ctx context.Context, o UnregisterOptions) error {
 			"is deleted on the right cluster (etcdfleetctl unregister %s --kubeconfig <that cluster>)", o.Name, WorkloadNamespace, o.Name)
 	}
 	fmt.Fprintf(o.Out, "revoked the token: removed Secret %s/%s, which it was bound to, from the workload cluster\n", WorkloadNamespace, strings.Join(revoked, ", "))
+	// After the revocation, so that nothing the token could still do
+	// re-creates what is removed.
+	if !o.KeepOrphans {
+		if _, err := RemoveOrphans(ctx, wl, OrphanOptions{DeleteClaims: o.DeleteOrphanedClaims, Out: o.Out}); err != nil {
+			return explain("workload cluster", fmt.Errorf("the token is revoked, but removing what it may have created failed (run unregister's cleanup again with the same flags): %w", err))
+		}
+	}
 	if !o.RemoveRBAC {
 		return nil
 	}
 	if err := removeRoleBindings(ctx, wl, nil); err != nil {
+		return explain("workload cluster", err)
+	}
+	if err := removeTokenRotation(ctx, wl); err != nil {
 		return explain("workload cluster", err)
 	}
 	for _, obj := range append(admissionObjects(),

@@ -158,3 +158,15 @@ func withCacheHTTPClient(hc *http.Client) cluster.Option {
 		}
 	}
 }
+
+// RESTConfig is the rest.Config of a registration's kubeconfig under the
+// provider's own rules (self-contained, https, verified, no proxy), for a
+// caller that talks to a registered cluster outside the provider, such as
+// a token rotation. Its errors hold none of the kubeconfig's credentials.
+func RESTConfig(raw []byte) (*rest.Config, error) {
+	cfg, _, err := parseKubeconfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

@@ -5,7 +5,9 @@
 // config/rbac/workload/admission_policy.yaml, from
 // memberctl/api/v1alpha1.SupportedVersions; and the chart's
 // templates/admissionpolicy.yaml rendered from that policy
-// (config.GenerateAdmissionPolicy). `make manifests` runs it from the
+// (config.GenerateAdmissionPolicy); and the opt-in token rotation rights
+// (config/rbac/workload/token_rotation.yaml and the chart's
+// templates/_tokenrotation.tpl) from memberctl/workload/rotation.go. `make manifests` runs it from the
 // repository root; `make verify-generated` fails when its output is not
 // committed.
 package main
@@ -39,6 +41,8 @@ func main() {
 		"config/" + config.AdmissionPolicyFile:                     policy,
 		"charts/etcdfleet-workload/templates/_rules.tpl":           workload.ChartRulesTemplate(),
 		"charts/etcdfleet-workload/templates/admissionpolicy.yaml": chartPolicy,
+		"config/rbac/workload/token_rotation.yaml":                 workload.TokenRotationYAML(),
+		"charts/etcdfleet-workload/templates/_tokenrotation.tpl":   workload.ChartTokenRotationTemplate(),
 	} {
 		if err := os.WriteFile(filepath.Join(*root, path), data, 0o644); err != nil {
 			log.Fatal(err)
