@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -93,4 +94,44 @@ func matches(vap *admissionregistrationv1.ValidatingAdmissionPolicy, group, reso
 		}
 	}
 	return false
+}
+
+// TestTokenRotationGrantIsConstrained: the opt-in grant of token rotation
+// (register --allow-token-rotation, the workload chart's
+// tokenRotation.enabled) is a write the workload role does not hold, so
+// TestEveryWriteIsConstrained does not walk it. It must be a create of
+// tokens of etcdfleet's own ServiceAccount only, matched by a fail-closed
+// policy that checks each request (fleet/rotation's specs try the refusals
+// on a real apiserver).
+func TestTokenRotationGrantIsConstrained(t *testing.T) {
+	const ns, sa = "etcdfleet-system", "etcdfleet"
+	var rules []rbacv1.PolicyRule
+	var policy *admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, o := range workload.TokenRotationObjects(ns, sa) {
+		switch o := o.(type) {
+		case *rbacv1.Role:
+			rules = append(rules, o.Rules...)
+		case *rbacv1.ClusterRole:
+			t.Errorf("ClusterRole %s: the grant must stay in %s", o.Name, ns)
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			policy = o
+		}
+	}
+	if len(rules) != 1 || !slices.Equal(rules[0].Resources, []string{"serviceaccounts/token"}) ||
+		!slices.Equal(rules[0].Verbs, []string{"create"}) || !slices.Equal(rules[0].ResourceNames, []string{sa}) {
+		t.Fatalf("the grant must be create of serviceaccounts/token of %s only, got %+v", sa, rules)
+	}
+	if policy == nil {
+		t.Fatal("no admission policy constrains the grant")
+	}
+	if policy.Spec.FailurePolicy == nil || *policy.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		t.Error("the token policy must fail closed")
+	}
+	matched := false
+	for _, r := range policy.Spec.MatchConstraints.ResourceRules {
+		matched = matched || (slices.Contains(r.Resources, "serviceaccounts/token") && slices.Contains(r.Operations, admissionregistrationv1.Create))
+	}
+	if !matched || len(policy.Spec.Validations) == 0 {
+		t.Errorf("the token policy must match creates of serviceaccounts/token and validate them: %+v", policy.Spec)
+	}
 }
