@@ -2,8 +2,9 @@
 // against sandbox clusters with real kube-apiservers, real etcd and real
 // object storage, on what it does with etcd's data: EtcdSnapshots and
 // scheduled backups, restores (at bootstrap and after total loss) and
-// EtcdDefrags. Members' lifecycle and faults are test/e2e/memberctl's; the
-// two run as separate packages so that go test runs them side by side.
+// EtcdDefrags. Members' lifecycle is test/e2e/memberctl's and their
+// faults test/e2e/faults'; they run as separate packages so that go test
+// runs them side by side.
 package etcddata_test
 
 import (

@@ -25,7 +25,7 @@ import (
 // spec.recovery.restoreOnTotalLoss the cluster is re-bootstrapped from its
 // newest Complete EtcdSnapshot, stored in real object storage (SeaweedFS).
 // Without the opt-in the cluster stays down: see
-// test/e2e/memberctl/powerloss_test.go.
+// test/e2e/faults/powerloss_test.go.
 var _ = Describe("restore after total loss", func() {
 	const cluster, ns, name = "faults", "total-loss", "tl"
 

@@ -72,6 +72,12 @@ func Start(ctx context.Context, t Target) *Running {
 	return r
 }
 
+// StartIn is Start on EtcdCluster ns/name of cluster in an
+// OperatedSandbox (the memberctl e2e suites' setup).
+func StartIn(ctx context.Context, sb *e2eutil.OperatedSandbox, cluster, ns, name string) *Running {
+	return Start(ctx, Target{Config: sb.Fleet.Cluster(cluster).Config, Client: sb.Clients[cluster], Namespace: ns, Cluster: name})
+}
+
 // StartAll starts one workload per target.
 func StartAll(ctx context.Context, targets ...Target) Runnings {
 	GinkgoHelper()

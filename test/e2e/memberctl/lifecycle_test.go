@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
 
@@ -50,7 +51,7 @@ var _ = Describe("an EtcdCluster's lifecycle", func() {
 						chooser = kubelet.AllSucceeded
 					}
 					uids := e2eutil.PodUIDs(ctx, c, ns, name)
-					load := startWorkload(ctx, cluster, ns, name)
+					load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 					Expect(fleet.Cluster(cluster).Reboot(ctx, kubelet.RebootOptions{Phase: chooser, Outage: time.Second})).To(Succeed())
 					e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
 					e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
@@ -87,9 +88,9 @@ var _ = Describe("an EtcdCluster's lifecycle", func() {
 						}
 						// A new member joins as a learner and votes only once
 						// promoted: the cluster's Events say both, in that order.
-						Expect(eventMessages(ctx, cluster, ns, name, "MemberAdded")).To(ContainElement(
+						Expect(sb.EventMessages(ctx, cluster, ns, name, "MemberAdded")).To(ContainElement(
 							ContainSubstring("Added member "+n+" to etcd as learner")), "member %s joined as a learner", n)
-						Expect(eventMessages(ctx, cluster, ns, name, "MemberPromoted")).To(ContainElement(
+						Expect(sb.EventMessages(ctx, cluster, ns, name, "MemberPromoted")).To(ContainElement(
 							ContainSubstring("Promoted member "+n)), "member %s was promoted", n)
 					}
 					for n, id := range ids {

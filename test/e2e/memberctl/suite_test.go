@@ -1,9 +1,9 @@
 // Package memberctl_test runs the single-cluster operator (memberctl)
 // against sandbox clusters with real kube-apiservers and real etcd, on its
-// members: the lifecycle, node faults, power loss and the safety of
-// replacements. Snapshots, backups, restores and defragmentation are
-// test/e2e/etcddata's; the two run as separate packages so that go test
-// runs them side by side.
+// members: the lifecycle over both ways of reaching etcd, and rolling
+// upgrades. Node faults are test/e2e/faults'; snapshots, backups, restores
+// and defragmentation are test/e2e/etcddata's; they run as separate
+// packages so that go test runs them side by side.
 package memberctl_test
 
 import (
@@ -21,8 +21,7 @@ import (
 )
 
 // One sandbox for the suite: "pf" is operated over port-forward through its
-// apiserver, "direct" by dialling Pod IPs; "faults" (port-forward) takes the
-// node-wide fault injection so it cannot disturb the lifecycle specs.
+// apiserver, "direct" by dialling Pod IPs.
 var (
 	sb *e2eutil.OperatedSandbox
 	// fleet and clients are sb's, by the names the specs use.
@@ -40,12 +39,6 @@ var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	sb = e2eutil.StartOperatedSandbox(ctx, "pf", e2eutil.DirectCluster, "faults")
+	sb = e2eutil.StartOperatedSandbox(ctx, "pf", e2eutil.DirectCluster)
 	fleet, clients = sb.Fleet, sb.Clients
-	// A fourth Node on "faults", for "a long outage and a drain": it powers
-	// off the three Nodes of a cluster, and the node lifecycle controller
-	// evicts nothing while every Node is down. Added here, not in that
-	// spec, so that every fault spec sees the same Nodes in any order.
-	_, err := fleet.Cluster("faults").Kubelet.AddNode(ctx)
-	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(3*time.Minute))

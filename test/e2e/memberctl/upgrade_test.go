@@ -3,6 +3,8 @@ package memberctl_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -35,9 +37,9 @@ var _ = Describe("rolling version upgrade", func() {
 		// Events on the EtcdCluster than client-go's spam filter passes, 25
 		// per object, so the last ones are dropped.)
 		Eventually(func(g Gomega) {
-			g.Expect(eventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "RollingMember")).To(HaveLen(3), "one member at a time")
-			g.Expect(eventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "LeaderMoved")).To(HaveLen(1), "the leader went last, after moving leadership")
-			g.Expect(eventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "Upgraded")).To(HaveLen(1))
+			g.Expect(sb.EventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "RollingMember")).To(HaveLen(3), "one member at a time")
+			g.Expect(sb.EventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "LeaderMoved")).To(HaveLen(1), "the leader went last, after moving leadership")
+			g.Expect(sb.EventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "Upgraded")).To(HaveLen(1))
 		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 
@@ -47,7 +49,7 @@ var _ = Describe("rolling version upgrade", func() {
 		Expect(now).To(HaveLen(3))
 		for n, id := range now {
 			Expect(ids).NotTo(HaveKey(n), "member %s was replaced", n)
-			Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
+			Expect(id).NotTo(BeElementOf(slices.Collect(maps.Values(ids))), "the new member %s has a new ID", n)
 		}
 	}, SpecTimeout(5*time.Minute))
 })
@@ -79,7 +81,7 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(log.Stop)
-	load := startWorkload(ctx, cluster, ns, name)
+	load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 	stopFollowing := func() {}
 	if memory {
 		// Every member is replaced under a new name: keep the clients on

@@ -1,4 +1,4 @@
-package memberctl_test
+package faults_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
 
 // Replacement safety on real etcd, in the "faults" cluster: no member is
@@ -33,7 +34,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 5, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
 		putKeys(ctx, ns, name)
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		removals := watchRemovals(ctx, c, ns)
 		defer removals.stop()
 		names := e2eutil.MemberNames(ctx, c, ns, name)
@@ -59,7 +60,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, true))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		putKeys(ctx, ns, name)
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		removals := watchRemovals(ctx, c, ns)
 		defer removals.stop()
 		victim := e2eutil.FirstMember(ctx, c, ns, name)
@@ -84,7 +85,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, name, 3, true))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		putKeys(ctx, ns, name)
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		k := fleet.Cluster(cluster).Kubelet
 		setAdmission := func(fail bool) {
 			for _, n := range k.NodeNames() {
@@ -105,7 +106,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(ec.Status.Replacement.CappedCount).To(BeEquivalentTo(5), "the default cap")
 		Expect(ec.Status.Replacement.LastReason).To(Equal("PodLost"))
-		Expect(warningEvents(ctx, cluster, ns, name, v1alpha1.ConditionReplacementsExhausted)).NotTo(BeEmpty())
+		Expect(sb.WarningEvents(ctx, cluster, ns, name, v1alpha1.ConditionReplacementsExhausted)).NotTo(BeEmpty())
 		total := ec.Status.Replacement.Total
 		Consistently(func() int32 {
 			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &ec)).To(Succeed())

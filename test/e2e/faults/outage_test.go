@@ -1,4 +1,4 @@
-package memberctl_test
+package faults_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
@@ -46,7 +47,7 @@ var _ = Describe("a long outage and a drain", func() {
 		Expect(distinct).To(HaveLen(3), "one member per node")
 		Expect(k.NodeNames()).To(HaveLen(4), "a Node without a member stays up")
 		waitDisruptionsAllowed(ctx, cs, ns, name, 1)
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 
 		By("powering off " + a + "'s node: once the controller marks its Pod NotReady, the voter PDB refuses to evict " + b)
 		// Long enough to last through the next steps, so it boots with the others.

@@ -1,4 +1,4 @@
-package memberctl_test
+package faults_test
 
 import (
 	"time"
@@ -14,6 +14,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	naming "github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
 
 // A node that does not come back: the taint manager evicts its Pods, but
@@ -32,7 +33,7 @@ var _ = Describe("a node that does not come back", func() {
 		patch := client.MergeFrom(ec.DeepCopy())
 		ec.Spec.Recovery = &v1alpha1.RecoverySpec{NodeLossTimeout: &metav1.Duration{Duration: 5 * time.Second}}
 		Expect(c.Patch(ctx, ec, patch)).To(Succeed())
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 
 		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		old := pod(ctx, c, ns, victim)
@@ -46,7 +47,7 @@ var _ = Describe("a node that does not come back", func() {
 			Expect(pod(ctx, c, ns, n).Spec.NodeName).NotTo(Equal(old.Spec.NodeName), "placed on a node that runs")
 			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.PVCName(n)}, &corev1.PersistentVolumeClaim{})).To(Succeed())
 		}
-		Expect(warningEvents(ctx, cluster, ns, victim, "ReplacingNodeLostMember")).NotTo(BeEmpty())
+		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "ReplacingNodeLostMember")).NotTo(BeEmpty())
 		etcd.Close()
 		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
 		etcd.ExpectKeys(ctx, "k", 100)

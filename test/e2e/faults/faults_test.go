@@ -1,4 +1,4 @@
-package memberctl_test
+package faults_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 )
 
@@ -36,7 +37,7 @@ var _ = Describe("faults", Ordered, func() {
 		log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		defer log.Stop()
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		Expect(c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}})).To(Succeed())
 
@@ -45,7 +46,7 @@ var _ = Describe("faults", Ordered, func() {
 			m := getMember(ctx, c, ns, victim)
 			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionReplacementsExhausted)).To(BeTrue())
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-		Expect(warningEvents(ctx, cluster, ns, victim, "ReplacementsExhausted")).NotTo(BeEmpty())
+		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "ReplacementsExhausted")).NotTo(BeEmpty())
 		m := getMember(ctx, c, ns, victim)
 		Expect(m.Status.Replacement.CappedCount).To(BeEquivalentTo(5))
 		Expect(m.Status.Replacement.LastReason).To(Equal("UnexpectedAdmissionError"))
@@ -103,7 +104,7 @@ var _ = Describe("faults", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		defer log.Stop()
 		uids := e2eutil.PodUIDs(ctx, c, ns, name)
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		sb.StopOperator(cluster)
 		Expect(fleet.Cluster(cluster).Reboot(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: time.Second})).To(Succeed())
 		time.Sleep(2 * time.Second)
@@ -127,7 +128,7 @@ var _ = Describe("faults", Ordered, func() {
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		k := fleet.Cluster(cluster).Kubelet
 		names := e2eutil.MemberNames(ctx, c, ns, name)
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 
 		By("two members crash-looping: quorum would not hold, so neither is replaced")
 		stop := crashLoop(k, ns, names[:2]...)

@@ -1,7 +1,9 @@
-package memberctl_test
+package faults_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -29,14 +31,14 @@ var _ = Describe("hard power loss", Ordered, func() {
 	It("of one node replaces its memory member with a new ID; the others keep theirs and every key", func(ctx SpecContext) {
 		const ns, name = "pl-one", "plone"
 		etcd, ids := startCluster(ctx, c, ns, name, true)
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		k := fleet.Cluster(cluster).Kubelet
 		Expect(k.PowerLoss(ctx, podNode(ctx, c, ns, victim), 2*time.Second)).To(Succeed())
 
 		By("the member on the wiped tmpfs goes, and a new member with a new ID takes its place")
 		expectReplacedWithNewID(ctx, c, ns, name, victim, ids, load)
-		Expect(warningEvents(ctx, cluster, ns, victim, "MemoryMemberLost")).NotTo(BeEmpty())
+		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "MemoryMemberLost")).NotTo(BeEmpty())
 		etcd.Close()
 		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
 		defer etcd.Close()
@@ -51,7 +53,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		defer log.Stop()
-		load := startWorkload(ctx, cluster, ns, name)
+		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		Expect(fleet.Cluster(cluster).PowerLoss(ctx, 2*time.Second)).To(Succeed())
 
 		By("waiting for every Pod to restart in place (restartCount+1) and the cluster to be Available")
@@ -149,17 +151,9 @@ func expectReplacedWithNewID(ctx context.Context, c client.Client, ns, name, vic
 	}
 	for n, id := range now {
 		if _, old := ids[n]; !old {
-			Expect(id).NotTo(BeElementOf(values(ids)), "the new member %s has a new ID", n)
+			Expect(id).NotTo(BeElementOf(slices.Collect(maps.Values(ids))), "the new member %s has a new ID", n)
 			added[n] = id
 		}
 	}
 	return added
-}
-
-func values(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }

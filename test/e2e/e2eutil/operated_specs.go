@@ -1,0 +1,44 @@
+package e2eutil
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// What the memberctl e2e suites (test/e2e/memberctl, test/e2e/faults) ask
+// of an OperatedSandbox's clusters in their specs.
+
+// Events returns the Events of type typ and reason recorded on object in
+// namespace ns of cluster.
+func (s *OperatedSandbox) Events(ctx context.Context, cluster, ns, object, typ, reason string) []corev1.Event {
+	GinkgoHelper()
+	list, err := s.Fleet.Cluster(cluster).Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == object && e.Reason == reason && e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// WarningEvents are the Warning Events of reason on object.
+func (s *OperatedSandbox) WarningEvents(ctx context.Context, cluster, ns, object, reason string) []corev1.Event {
+	GinkgoHelper()
+	return s.Events(ctx, cluster, ns, object, corev1.EventTypeWarning, reason)
+}
+
+// EventMessages are the messages of the Normal Events of reason on object.
+func (s *OperatedSandbox) EventMessages(ctx context.Context, cluster, ns, object, reason string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, e := range s.Events(ctx, cluster, ns, object, corev1.EventTypeNormal, reason) {
+		out = append(out, e.Message)
+	}
+	return out
+}
