@@ -12,7 +12,7 @@
 //
 //	res, err := agent.Run(ctx, agent.Config{Endpoints: eps, File: "/snapshot/a.db"})
 //
-// A successful run writes the Result (size, sha256, revision) as JSON to
+// A successful run writes the Result (size, sha256, revision, S3 ETag) as JSON to
 // Config.TerminationMessagePath; a failed one writes the error there.
 // ParseResult reads it back. With Config.Delete (--delete), Delete
 // removes the stored snapshot instead (the cleanup Job of an EtcdSnapshot
