@@ -148,6 +148,11 @@ func (st *run) ownerGoing(ctx context.Context) (bool, error) {
 func (st *run) startCleanup(ctx context.Context) (ctrl.Result, error) {
 	s := st.s
 	cfg := agent.Config{Delete: true, TerminationMessagePath: corev1.TerminationMessagePathDefault}
+	if a := s.Status.Artifact; a != nil {
+		// Only the snapshot's own object: one that replaced it is left,
+		// and the cleanup fails naming it (agent.ErrObjectChanged).
+		cfg.ETag = a.ETag
+	}
 	var v volumes
 	v.storage(s, &cfg)
 	job := agentJob(s, CleanupJobName(s.Name), cfg, v, st.o.CleanupBackoffLimit, cleanupDeadline, st.o)

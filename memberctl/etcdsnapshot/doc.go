@@ -18,6 +18,11 @@
 //
 // # Implementation details
 //
+//   - Pending, before its Job exists (duplicate.go): a snapshot whose
+//     location (URI) is another live EtcdSnapshot's in the namespace (any
+//     not Failed, those being deleted included) fails with
+//     DuplicateLocation and a Warning Event, and no Job starts. Of two
+//     that have not started, the older goes on.
 //   - Pending: the cluster must exist and have a member with a Pod; until
 //     then the snapshot waits (ClusterNotFound) and is looked at again
 //     every Options.Requeue.
@@ -39,7 +44,11 @@
 //   - The agent reports by its termination message: the Result as JSON, or
 //     its error. Once the Job is Complete or Failed the reconciler reads the
 //     newest Pod of that outcome straight from the apiserver (the cache may
-//     not hold its final status yet) and records the artifact or the error.
+//     not hold its final status yet) and records the artifact (with the S3
+//     object's ETag) or the error. An agent that found its location
+//     already taken (its message starts "ObjectExists: ") fails the
+//     snapshot with the reason ObjectExists and a Warning Event naming
+//     the key: nothing is ever overwritten.
 //   - A Job that disappears while Started fails the snapshot
 //     (SnapshotJobLost): its outcome is unknown and it is never re-run.
 //   - Status writes use optimistic locking (Update), so a final phase is
@@ -47,8 +56,10 @@
 //   - deletionPolicy Delete (cleanup.go): the snapshot carries the
 //     finalizer FinalizerSnapshotCleanup. Once deleted, a snapshot Job still
 //     running is waited for, then a cleanup Job (<snapshot>-cleanup, the
-//     same agent with --delete, no etcd access) removes the S3 object or
-//     file and the finalizer is dropped. A snapshot that never got a Job
+//     same agent with --delete and --etag, no etcd access) removes the S3
+//     object, only if it still has the artifact's ETag, or the file, and
+//     the finalizer is dropped. An object replaced by someone else is left
+//     and the cleanup fails (CleanupFailed) naming it. A snapshot that never got a Job
 //     stored nothing and is let go at once; one controlled by an EtcdCluster
 //     that is being deleted keeps its stored snapshot (an Event says so).
 //     A failed cleanup sets CleanedUp=False CleanupFailed and a Warning
@@ -56,8 +67,8 @@
 //     for it: the cluster's reconcilers never look at deleted snapshots.
 //   - verify.go builds the Job (<snapshot>-verify, controlled by the
 //     EtcdSnapshot) that the EtcdCluster reconciler runs before a restore
-//     after total loss: the same agent with --check-sha256 reads the stored
-//     copy back against the artifact, without etcd access; ReadVerifyJob
+//     after total loss: the same agent with --check-sha256 (and --etag)
+//     reads the stored copy back against the artifact, without etcd access; ReadVerifyJob
 //     reads its outcome.
 //
 // # Trade-offs

@@ -86,6 +86,9 @@ func (st *run) step(ctx context.Context) (ctrl.Result, error) {
 		st.fail(v1alpha1.ReasonSnapshotJobLost, fmt.Sprintf("job %s disappeared before it reported; create a new EtcdSnapshot to retry", JobName(s.Name)))
 		return ctrl.Result{}, nil
 	case apierrors.IsNotFound(err):
+		if dup, err := st.duplicate(ctx); err != nil || dup {
+			return ctrl.Result{}, err
+		}
 		return st.createJob(ctx)
 	case err != nil:
 		return ctrl.Result{}, err
@@ -155,7 +158,7 @@ func (st *run) observe(ctx context.Context, job *batchv1.Job) (ctrl.Result, erro
 		}
 		now := metav1.Now()
 		s.Status.Phase, s.Status.CompletedAt = v1alpha1.SnapshotComplete, &now
-		s.Status.Artifact = &v1alpha1.SnapshotArtifact{URI: URI(s), SizeBytes: res.SizeBytes, SHA256: res.SHA256, Revision: res.Revision}
+		s.Status.Artifact = &v1alpha1.SnapshotArtifact{URI: URI(s), SizeBytes: res.SizeBytes, SHA256: res.SHA256, Revision: res.Revision, ETag: res.ETag}
 		st.setReady(metav1.ConditionTrue, v1alpha1.ReasonSnapshotStored,
 			fmt.Sprintf("%d bytes at revision %d stored at %s and verified", res.SizeBytes, res.Revision, s.Status.Artifact.URI))
 		st.cl.Recorder.Eventf(s, corev1.EventTypeNormal, v1alpha1.ReasonSnapshotStored, "stored %s (%d bytes, revision %d)", s.Status.Artifact.URI, res.SizeBytes, res.Revision)
@@ -168,8 +171,13 @@ func (st *run) observe(ctx context.Context, job *batchv1.Job) (ctrl.Result, erro
 		if msg != "" {
 			reason += ": " + strings.TrimSpace(msg)
 		}
-		st.fail(v1alpha1.ReasonJobFailed, reason)
-		st.cl.Recorder.Eventf(s, corev1.EventTypeWarning, v1alpha1.ReasonJobFailed, "snapshot failed: %s", reason)
+		why := v1alpha1.ReasonJobFailed
+		if strings.HasPrefix(msg, agent.ErrObjectExists.Error()+": ") {
+			// The agent refused to replace what the location held.
+			why = v1alpha1.ReasonObjectExists
+		}
+		st.fail(why, reason)
+		st.cl.Recorder.Eventf(s, corev1.EventTypeWarning, why, "snapshot failed: %s", reason)
 	case job.Status.Active > 0:
 		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonJobRunning, fmt.Sprintf("job %s is running", job.Name))
 	}

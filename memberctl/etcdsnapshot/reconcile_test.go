@@ -126,31 +126,100 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 		ns := env.NewNamespace(ctx, "snap-test")
 		runningCluster(ctx, ns)
 		s := newSnapshot(ns)
+		s.Spec.DeletionPolicy = v1alpha1.DeletionDelete
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
 		reconcileOnce(ctx, s)
 		job := &batchv1.Job{}
 		Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, job)).To(Succeed())
 
-		// What the Job controller and the kubelet leave behind.
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s-snapshot-x", Labels: job.Spec.Template.Labels},
-			Spec: job.Spec.Template.Spec}
-		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
-		Expect(env.Client.Create(ctx, pod)).To(Succeed())
-		pod.Status.Phase = corev1.PodSucceeded
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerID, State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{Message: `{"sizeBytes":4096,"sha256":"ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12","revision":77}`}}}}
-		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
-		now := metav1.Now()
-		job.Status.StartTime, job.Status.CompletionTime = &now, &now
-		job.Status.Succeeded = 1
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
-		Expect(env.Client.Status().Update(ctx, job)).To(Succeed())
+		endJob(ctx, job, corev1.PodSucceeded, `{"sizeBytes":4096,"sha256":"ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12","revision":77,"etag":"9b2cf535f27731c974343645a3985328-1"}`)
 
 		got := reconcileOnce(ctx, s)
 		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotComplete))
-		Expect(got.Status.Artifact).To(Equal(&v1alpha1.SnapshotArtifact{URI: "pvc://backups/s.db", SizeBytes: 4096, SHA256: "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12", Revision: 77}))
+		Expect(got.Status.Artifact).To(Equal(&v1alpha1.SnapshotArtifact{URI: "pvc://backups/s.db", SizeBytes: 4096, SHA256: "ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12ab12", Revision: 77,
+			ETag: "9b2cf535f27731c974343645a3985328-1"}))
 		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonSnapshotStored))
+
+		// deletionPolicy Delete: the cleanup Job removes only the object
+		// with the recorded ETag, and so does a check before a restore.
+		Expect(BuildVerifyJob(got, DefaultOptions()).Spec.Template.Spec.Containers[0].Args).To(ContainElement("--etag=9b2cf535f27731c974343645a3985328-1"))
+		Expect(env.Client.Delete(ctx, got)).To(Succeed())
+		reconcileOnce(ctx, got)
+		cleanup := &batchv1.Job{}
+		Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: CleanupJobName("s")}, cleanup)).To(Succeed())
+		Expect(cleanup.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--delete", "--etag=9b2cf535f27731c974343645a3985328-1"))
+	})
+
+	It("fails with ObjectExists, naming the key, when the agent found its location taken", func(ctx SpecContext) {
+		ns := env.NewNamespace(ctx, "snap-test")
+		runningCluster(ctx, ns)
+		s := newSnapshot(ns)
+		Expect(env.Client.Create(ctx, s)).To(Succeed())
+		reconcileOnce(ctx, s)
+		job := &batchv1.Job{}
+		Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, job)).To(Succeed())
+		endJob(ctx, job, corev1.PodFailed, "ObjectExists: /snapshot/s.db already exists; a snapshot never replaces one")
+		got := reconcileOnce(ctx, s)
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotFailed))
+		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonObjectExists))
+		Expect(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message).To(ContainSubstring("/snapshot/s.db already exists"))
+	})
+
+	It("refuses a snapshot whose location is another live snapshot's, and starts none", func(ctx SpecContext) {
+		ns := env.NewNamespace(ctx, "snap-test")
+		runningCluster(ctx, ns)
+		first := newSnapshot(ns)
+		Expect(env.Client.Create(ctx, first)).To(Succeed())
+		Expect(reconcileOnce(ctx, first).Status.Phase).To(Equal(v1alpha1.SnapshotStarted))
+
+		// pvc://backups/s.db again, by an explicit path.
+		dup := newSnapshot(ns)
+		dup.Name, dup.Spec.Location.PVC.Path = "t", "s.db"
+		Expect(env.Client.Create(ctx, dup)).To(Succeed())
+		got := reconcileOnce(ctx, dup)
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotFailed))
+		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonDuplicateLocation))
+		Expect(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message).To(ContainSubstring("EtcdSnapshot s already stores to pvc://backups/s.db"))
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("t")}, &batchv1.Job{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Job for a refused snapshot: %v", err)
+
+		// Another location is free; so is a location whose snapshot failed.
+		other := newSnapshot(ns)
+		other.Name, other.Spec.Location.PVC.Path = "u", "daily/"
+		Expect(env.Client.Create(ctx, other)).To(Succeed())
+		Expect(reconcileOnce(ctx, other).Status.Phase).To(Equal(v1alpha1.SnapshotStarted))
+		again := newSnapshot(ns)
+		again.Name, again.Spec.Location.PVC.Path = "v", "t.db" // t's location; t failed
+		Expect(env.Client.Create(ctx, again)).To(Succeed())
+		Expect(reconcileOnce(ctx, again).Status.Phase).To(Equal(v1alpha1.SnapshotStarted))
 	})
 })
+
+// endJob makes job end as the Job controller and the kubelet leave it: a
+// Pod in phase with the agent's termination message msg, and the Job's
+// final condition.
+func endJob(ctx context.Context, job *batchv1.Job, phase corev1.PodPhase, msg string) {
+	GinkgoHelper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-x", Labels: job.Spec.Template.Labels},
+		Spec: job.Spec.Template.Spec}
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = phase
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: containerID, State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{Message: msg}}}}
+	Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
+	now := metav1.Now()
+	job.Status.StartTime = &now
+	if phase == corev1.PodSucceeded {
+		job.Status.CompletionTime, job.Status.Succeeded = &now, 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded"},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded"}}
+	}
+	Expect(env.Client.Status().Update(ctx, job)).To(Succeed())
+}

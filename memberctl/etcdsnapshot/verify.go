@@ -24,13 +24,14 @@ const verifyBackoffLimit = 2
 
 // BuildVerifyJob is the Job that reads the stored snapshot of Complete
 // EtcdSnapshot s back and compares it with s.Status.Artifact (size,
-// sha256) and etcd's own trailing hash (agent.Check), in the snapshot's
+// sha256, and the object's ETag when recorded) and etcd's own trailing
+// hash (agent.Check), in the snapshot's
 // namespace with the snapshot's S3 credentials or claim (mounted
 // read-only), before a restore after total loss removes anything. It
 // never dials etcd. The caller sets s as its controller.
 func BuildVerifyJob(s *v1alpha1.EtcdSnapshot, o Options) *batchv1.Job {
 	a := s.Status.Artifact
-	cfg := agent.Config{CheckSHA256: a.SHA256, CheckSize: a.SizeBytes,
+	cfg := agent.Config{CheckSHA256: a.SHA256, CheckSize: a.SizeBytes, ETag: a.ETag,
 		TerminationMessagePath: corev1.TerminationMessagePathDefault, Timeout: agent.DefaultTimeout}
 	var v volumes
 	v.storage(s, &cfg)

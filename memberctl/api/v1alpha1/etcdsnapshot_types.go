@@ -131,6 +131,15 @@ type SnapshotArtifact struct {
 	// revision of the keyspace the snapshot holds (at least; etcd takes the
 	// snapshot at or after this revision).
 	Revision int64 `json:"revision"`
+	// etag of the S3 object as the store returned it for this snapshot's
+	// upload. Restores, checks and the deletionPolicy Delete cleanup act
+	// only on the object that still has it (a replaced object is refused,
+	// never read or deleted). Empty for PVC snapshots and for snapshots
+	// taken before ETags were recorded, which act on whatever the key holds.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[!#-+\--~]*$`
+	ETag string `json:"etag,omitempty"`
 }
 
 // EtcdSnapshotStatus is the observed state of an EtcdSnapshot.
@@ -214,6 +223,12 @@ const (
 	// ReasonInvalidLocation (Ready=False, Failed): the location cannot be
 	// used (a missing Secret key, for example).
 	ReasonInvalidLocation = "InvalidLocation"
+	// ReasonObjectExists (Ready=False, Failed): the snapshot's key or file
+	// already held an object, which a snapshot never replaces.
+	ReasonObjectExists = "ObjectExists"
+	// ReasonDuplicateLocation (Ready=False, Failed): another live
+	// EtcdSnapshot of the namespace stores to the same location.
+	ReasonDuplicateLocation = "DuplicateLocation"
 	// ReasonSnapshotStored (Ready=True, Complete).
 	ReasonSnapshotStored = "SnapshotStored"
 )

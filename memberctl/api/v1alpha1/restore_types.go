@@ -42,6 +42,13 @@ type MemberRestore struct {
 	// sha256 of the file in hex; empty when unknown (a bare location).
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
+	// etag of the S3 object (the EtcdSnapshot's artifact.etag): only the
+	// object that still has it is restored. Empty reads whatever the key
+	// holds.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[!#-+\--~]*$`
+	ETag string `json:"etag,omitempty"`
 	// snapshotName is the EtcdSnapshot it came from, if any.
 	// +optional
 	SnapshotName string `json:"snapshotName,omitempty"`

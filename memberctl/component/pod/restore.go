@@ -57,6 +57,9 @@ func restoreContainer(m *v1alpha1.EtcdMember, opts BuildOptions) ([]corev1.Conta
 	if r.SHA256 != "" {
 		args = append(args, "--sha256="+r.SHA256)
 	}
+	if r.ETag != "" {
+		args = append(args, "--etag="+r.ETag)
+	}
 	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: DataDir}}
 	var vol corev1.Volume
 	if s3 := r.Location.S3; s3 != nil {

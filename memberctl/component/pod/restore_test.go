@@ -13,7 +13,7 @@ import (
 func restoringSeed(loc v1alpha1.SnapshotLocation) func(*v1alpha1.EtcdMember) {
 	return func(m *v1alpha1.EtcdMember) {
 		m.Spec.Bootstrap = true
-		m.Spec.Restore = &v1alpha1.MemberRestore{Location: loc, SHA256: "abc"}
+		m.Spec.Restore = &v1alpha1.MemberRestore{Location: loc, SHA256: "abc", ETag: "9b2c-1"}
 	}
 }
 
@@ -51,7 +51,7 @@ func TestRestoreInitContainerFromS3(t *testing.T) {
 	c := p.Spec.InitContainers[0]
 	args := strings.Join(c.Command, " ")
 	for _, want := range []string{"restore-agent", "--data-dir=" + DataDir, "--name=m1", "--initial-cluster=m0=http://m0.c1.ns1.svc:2380,m1=http://m1.c1.ns1.svc:2380",
-		"--initial-cluster-token=ns1-c1-uid", "--sha256=abc", "--s3-endpoint=http://s3:8333 ", "--s3-key=k/s.db", "--s3-credentials-dir=" + restoreCredsDir} {
+		"--initial-cluster-token=ns1-c1-uid", "--sha256=abc", "--etag=9b2c-1", "--s3-endpoint=http://s3:8333 ", "--s3-key=k/s.db", "--s3-credentials-dir=" + restoreCredsDir} {
 		if !strings.Contains(args+" ", want) {
 			t.Errorf("restore command %q lacks %q", args, want)
 		}

@@ -65,6 +65,11 @@ type Config struct {
 	// not used.
 	CheckSHA256 string
 	CheckSize   int64
+	// ETag, with Delete or CheckSHA256, is the object's recorded ETag:
+	// only the object that still has it is deleted or passes the check.
+	// Empty (artifacts recorded before ETags were) acts on whatever the
+	// key holds.
+	ETag string
 }
 
 // Result is what a successful run reports in its termination message.
@@ -72,6 +77,28 @@ type Result struct {
 	SizeBytes int64  `json:"sizeBytes"`
 	SHA256    string `json:"sha256"`
 	Revision  int64  `json:"revision"`
+	// ETag of the stored S3 object, as the store returned it for this
+	// upload; empty for a file.
+	ETag string `json:"etag,omitempty"`
+}
+
+// MaxETagLength bounds an ETag: S3's are 32 hex digits and, for a
+// multipart upload, "-<parts>"; 128 leaves room for other stores'.
+const MaxETagLength = 128
+
+// ValidETag: empty, or at most MaxETagLength visible ASCII characters
+// without '"' or ',' (minio-go strips the quotes; the ETag ends up in
+// If-Match headers and command-line flags).
+func ValidETag(s string) bool {
+	if len(s) > MaxETagLength {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c > '~' || c == '"' || c == ',' {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseResult reads a termination message written by a successful run.
@@ -88,6 +115,9 @@ func ParseResult(msg string) (Result, error) {
 	// sha256, lowercase, and etcd's revision, never negative) is a result.
 	if !isSHA256Hex(r.SHA256) || r.Revision < 0 {
 		return Result{}, fmt.Errorf("snapshot agent result %q: not a sha256 in lowercase hex or a negative revision", msg)
+	}
+	if !ValidETag(r.ETag) {
+		return Result{}, fmt.Errorf("snapshot agent result %q: not an ETag (at most %d visible ASCII characters, no quote or comma)", msg, MaxETagLength)
 	}
 	return r, nil
 }
@@ -157,10 +187,14 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	defer snap.Snapshot.Close()
 	h := sha256.New()
 	counted := &countingReader{r: io.TeeReader(snap.Snapshot, h)}
-	if err := store.Put(ctx, counted); err != nil {
+	etag, err := store.Put(ctx, counted)
+	if errors.Is(err, ErrObjectExists) {
+		return Result{}, err // its text starts the termination message: the controller's reason
+	}
+	if err != nil {
 		return Result{}, fmt.Errorf("store snapshot: %w", err)
 	}
-	res := Result{SizeBytes: counted.n, SHA256: hex.EncodeToString(h.Sum(nil)), Revision: rev.Header.Revision}
+	res := Result{SizeBytes: counted.n, SHA256: hex.EncodeToString(h.Sum(nil)), Revision: rev.Header.Revision, ETag: etag}
 	if h := snap.Header; h != nil && h.Revision > res.Revision {
 		res.Revision = h.Revision
 	}
@@ -192,8 +226,9 @@ func dial(cfg Config) (*clientv3.Client, error) {
 // verify reads the stored copy back: its size and sha256 must be what was
 // streamed, and its last 32 bytes must be etcd's own sha256 of the rest,
 // which etcd appends to every snapshot (etcdutl checks it on restore).
+// With want.ETag, only the object with that ETag is read.
 func verify(ctx context.Context, store store, want Result) error {
-	r, err := store.Open(ctx)
+	r, err := store.Open(ctx, want.ETag)
 	if err != nil {
 		return fmt.Errorf("read back the stored snapshot: %w", err)
 	}

@@ -49,5 +49,8 @@ func check(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	return verify(ctx, st, Result{SizeBytes: cfg.CheckSize, SHA256: cfg.CheckSHA256})
+	if !ValidETag(cfg.ETag) {
+		return fmt.Errorf("check: ETag %q is not one", cfg.ETag)
+	}
+	return verify(ctx, st, Result{SizeBytes: cfg.CheckSize, SHA256: cfg.CheckSHA256, ETag: cfg.ETag})
 }

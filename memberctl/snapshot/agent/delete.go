@@ -17,7 +17,8 @@ const DeletedMessage = "deleted"
 // Delete removes the stored snapshot cfg names (its S3 object or its file)
 // and writes the outcome to cfg.TerminationMessagePath: DeletedMessage, or
 // the error. A snapshot that is already gone counts as deleted, so a
-// retried cleanup succeeds. It never dials etcd.
+// retried cleanup succeeds. With cfg.ETag, an object with another ETag
+// is not the snapshot's and is left (ErrObjectChanged). It never dials etcd.
 func Delete(ctx context.Context, cfg Config) error {
 	err := deleteStored(ctx, cfg)
 	msg := DeletedMessage
@@ -51,6 +52,25 @@ func deleteStored(ctx context.Context, cfg Config) error {
 	st, err := newS3Store(*cfg.S3, cfg.PartSize, cfg.StallTimeout)
 	if err != nil {
 		return err
+	}
+	if !ValidETag(cfg.ETag) {
+		return fmt.Errorf("delete: ETag %q is not one", cfg.ETag)
+	}
+	if cfg.ETag != "" {
+		// Only the snapshot's own object goes: one replaced since (another
+		// writer's) stays, and the cleanup fails naming it. minio-go has no
+		// conditional delete, so a replacement in the moment between this
+		// stat and the delete would still be deleted.
+		info, err := st.c.StatObject(ctx, st.loc.Bucket, st.loc.Key, minio.StatObjectOptions{})
+		switch {
+		case isNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("delete stored snapshot: %w", err)
+		case info.ETag != cfg.ETag:
+			return fmt.Errorf("%w: %s has ETag %s, not the snapshot's %s: it was replaced by another object, which is left in place",
+				ErrObjectChanged, st.uri(), info.ETag, cfg.ETag)
+		}
 	}
 	// S3 answers a delete of a missing key with success.
 	if err := st.c.RemoveObject(ctx, st.loc.Bucket, st.loc.Key, minio.RemoveObjectOptions{}); err != nil {

@@ -12,7 +12,7 @@
 //
 //	res, err := agent.Run(ctx, agent.Config{Endpoints: eps, File: "/snapshot/a.db"})
 //
-// A successful run writes the Result (size, sha256, revision) as JSON to
+// A successful run writes the Result (size, sha256, revision, S3 ETag) as JSON to
 // Config.TerminationMessagePath; a failed one writes the error there.
 // ParseResult reads it back. With Config.Delete (--delete), Delete
 // removes the stored snapshot instead (the cleanup Job of an EtcdSnapshot
@@ -27,8 +27,24 @@
 //     its feature/s3/manager for the same streaming upload, endpoint
 //     resolver configuration for non-AWS stores, and a larger dependency
 //     tree in an image that runs in every workload cluster.
-//   - A file is written to a temporary name, synced and renamed, so a
-//     failed run never leaves half a snapshot under the final name.
+//   - A snapshot never replaces what its key or file already holds: the
+//     run fails with ErrObjectExists, whose text ("ObjectExists: ...")
+//     starts the termination message. For S3 the key is stat'd first and
+//     the upload carries If-None-Match: * (minio-go sends it on the
+//     multipart create and complete requests). AWS S3 and MinIO enforce
+//     it atomically; SeaweedFS honours it on single-part PUTs only (tested
+//     in conditional_test.go), so there two uploads that both start before
+//     either completes still race, and the later one wins. The Result
+//     carries the object's ETag, and the read-back, Check, Delete and
+//     restore act only on the object that still has the recorded ETag
+//     (GET If-Match; Delete stats and compares, minio-go having no
+//     conditional delete, so a replacement in the moment between the stat
+//     and the delete is still deleted). An empty recorded ETag (artifacts
+//     from before) acts on whatever the key holds, as before.
+//   - A file is written to a temporary name, synced and hard-linked into
+//     place (link fails on an existing name), so a failed run never leaves
+//     half a snapshot under the final name and never replaces a file; a
+//     file system without hard links gets a rename after a stat.
 //   - The sha256 is computed while streaming. The stored copy is then read
 //     back: its size and sha256 must match, and its last 32 bytes must be
 //     etcd's own sha256 of the rest, which etcd appends to every snapshot

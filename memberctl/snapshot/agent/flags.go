@@ -28,6 +28,7 @@ const (
 	flagDelete      = "delete"
 	flagCheckSHA256 = "check-sha256"
 	flagCheckSize   = "check-size"
+	flagETag        = "etag"
 )
 
 // BindFlags binds cfg to the subcommand's flags; S3 is set when
@@ -48,6 +49,7 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.BoolVar(&cfg.Delete, flagDelete, false, "delete the stored snapshot (S3 object or file) instead of taking one; etcd is not dialled")
 	fs.StringVar(&cfg.CheckSHA256, flagCheckSHA256, "", "check the stored snapshot (S3 object or file) against this sha256 and --"+flagCheckSize+" instead of taking one; etcd is not dialled")
 	fs.Int64Var(&cfg.CheckSize, flagCheckSize, 0, "the size in bytes the stored snapshot must have (with --"+flagCheckSHA256+")")
+	fs.StringVar(&cfg.ETag, flagETag, "", "with --"+flagDelete+" or --"+flagCheckSHA256+": act only on the S3 object that has this ETag")
 	fs.StringVar(&cfg.TerminationMessagePath, flagTermMessage, "/dev/termination-log", "where the result (JSON) or the error is written")
 }
 
@@ -73,6 +75,7 @@ func Args(cfg Config) []string {
 	if cfg.CheckSize != 0 {
 		opt(flagCheckSize, strconv.FormatInt(cfg.CheckSize, 10))
 	}
+	opt(flagETag, cfg.ETag)
 	opt(flagEndpoints, strings.Join(cfg.Endpoints, ","))
 	opt(flagCAFile, cfg.CAFile)
 	opt(flagCertFile, cfg.CertFile)

@@ -16,7 +16,9 @@ import (
 //   - any valid Result, as Run writes it (json.Marshal), parses back
 //     unchanged;
 //   - a message either parses to a result Run could have written (size > 0,
-//     a sha256 of 64 lowercase hex digits, revision >= 0) that survives a
+//     a sha256 of 64 lowercase hex digits, revision >= 0, an ETag of at
+//     most 128 visible ASCII characters without quote or comma, as it
+//     goes into If-Match headers and flags) that survives a
 //     second round trip, or yields an error and the zero Result: never a
 //     partial one.
 func FuzzParseResult(f *testing.F) {
@@ -31,6 +33,15 @@ func FuzzParseResult(f *testing.F) {
 	f.Add(`null`, int64(1), []byte(nil), int64(1))
 	f.Add(`store snapshot: put: 503 Service Unavailable`, int64(1), []byte(nil), int64(1))
 	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`"} trailing`, int64(1), []byte(nil), int64(1))
+	// ETags: a multipart upload's, a single PUT's, and ones that must not
+	// reach an If-Match header or a flag (quotes, commas, spaces, too long).
+	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`","revision":3,"etag":"f135b4807ca3ae5e57267e25cab377ac-1"}`, int64(1), []byte(nil), int64(3))
+	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`","revision":3,"etag":"f135b4807ca3ae5e57267e25cab377ac"}`, int64(1), []byte(nil), int64(3))
+	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`","etag":"\"abc\""}`, int64(1), []byte(nil), int64(1))
+	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`","etag":"a,b"}`, int64(1), []byte(nil), int64(1))
+	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`","etag":"a b\n--delete"}`, int64(1), []byte(nil), int64(1))
+	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`","etag":"`+strings.Repeat("e", 129)+`"}`, int64(1), []byte(nil), int64(1))
+	f.Add(`{"sizeBytes":1,"sha256":"`+sum+`","etag":7}`, int64(1), []byte(nil), int64(1))
 	f.Fuzz(func(t *testing.T, msg string, size int64, digest []byte, rev int64) {
 		if r, err := agent.ParseResult(msg); err != nil {
 			if r != (agent.Result{}) {
@@ -60,7 +71,8 @@ func FuzzParseResult(f *testing.F) {
 // writing it again gives it back.
 func checkResult(t *testing.T, msg string, r agent.Result) {
 	t.Helper()
-	if r.SizeBytes <= 0 || r.Revision < 0 || len(r.SHA256) != 64 || strings.Trim(r.SHA256, "0123456789abcdef") != "" {
+	if r.SizeBytes <= 0 || r.Revision < 0 || len(r.SHA256) != 64 || strings.Trim(r.SHA256, "0123456789abcdef") != "" ||
+		len(r.ETag) > agent.MaxETagLength || strings.ContainsAny(r.ETag, "\",") || strings.IndexFunc(r.ETag, func(c rune) bool { return c <= ' ' || c > '~' }) >= 0 {
 		t.Fatalf("ParseResult(%q) accepted %+v", msg, r)
 	}
 	b, err := json.Marshal(r)

@@ -57,7 +57,7 @@ func TestStalledStoreFailsTheUploadEarly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	err = st.Put(ctx, bytes.NewReader(make([]byte, 32<<20)))
+	_, err = st.upload(ctx, bytes.NewReader(make([]byte, 32<<20)))
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("the upload to a store that never answers succeeded")

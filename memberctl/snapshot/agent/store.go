@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -34,10 +36,13 @@ const (
 	SecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY"
 )
 
-// store is where a snapshot goes and is read back from.
+// store is where a snapshot goes and is read back from. Put never
+// replaces what is already there (ErrObjectExists) and returns the
+// stored object's ETag ("" for a file); Open with an etag reads only the
+// object with that ETag.
 type store interface {
-	Put(ctx context.Context, r io.Reader) error
-	Open(ctx context.Context) (io.ReadCloser, error)
+	Put(ctx context.Context, r io.Reader) (etag string, err error)
+	Open(ctx context.Context, etag string) (io.ReadCloser, error)
 }
 
 func newStore(cfg Config) (store, error) {
@@ -102,53 +107,150 @@ func readCredential(dir, key string) (string, error) {
 // Put streams r as a multipart upload: the size is unknown until etcd's
 // stream ends, so the client sends PartSize parts as they fill, holding one
 // in memory, and aborts the upload on error.
-func (s *s3Store) Put(ctx context.Context, r io.Reader) error {
-	_, err := s.c.PutObject(ctx, s.loc.Bucket, s.loc.Key, r, -1,
-		minio.PutObjectOptions{PartSize: uint64(s.partSize), ContentType: "application/octet-stream"})
-	return err
+//
+// It never replaces an object (ErrObjectExists). minio-go sends
+// If-None-Match: * on the upload's create and complete requests, which
+// AWS S3 and MinIO enforce atomically at completion; SeaweedFS enforces
+// it on single-part PUTs only and ignores it on multipart uploads. So the
+// key is also stat'd first: on such a store, two writers that both start
+// before either completes can still race, and the later completion wins.
+// The loser is then caught by its ETag: the read-back in verify asks for
+// the ETag this upload returned, and restores and cleanups ask for the
+// recorded one.
+func (s *s3Store) Put(ctx context.Context, r io.Reader) (string, error) {
+	if info, err := s.c.StatObject(ctx, s.loc.Bucket, s.loc.Key, minio.StatObjectOptions{}); err == nil {
+		return "", s.exists(info.ETag)
+	} else if !isNotFound(err) {
+		return "", fmt.Errorf("check that %s is free: %w", s.uri(), err)
+	}
+	return s.upload(ctx, r)
 }
 
-func (s *s3Store) Open(ctx context.Context) (io.ReadCloser, error) {
-	return s.c.GetObject(ctx, s.loc.Bucket, s.loc.Key, minio.GetObjectOptions{})
+// upload is Put's conditional multipart upload, after its stat.
+func (s *s3Store) upload(ctx context.Context, r io.Reader) (string, error) {
+	opts := minio.PutObjectOptions{PartSize: uint64(s.partSize), ContentType: "application/octet-stream"}
+	opts.SetMatchETagExcept("*")
+	info, err := s.c.PutObject(ctx, s.loc.Bucket, s.loc.Key, r, -1, opts)
+	if isPreconditionFailed(err) {
+		return "", s.exists("")
+	}
+	if err != nil {
+		return "", err
+	}
+	return info.ETag, nil
+}
+
+func (s *s3Store) exists(etag string) error {
+	if etag != "" {
+		etag = " (ETag " + etag + ")"
+	}
+	return fmt.Errorf("%w: %s already holds an object%s; a snapshot never replaces one", ErrObjectExists, s.uri(), etag)
+}
+
+func (s *s3Store) uri() string { return "s3://" + s.loc.Bucket + "/" + s.loc.Key }
+
+// Open reads the object; with etag, only while it still has that ETag
+// (If-Match), so a replaced object is an error and never read as ours.
+func (s *s3Store) Open(ctx context.Context, etag string) (io.ReadCloser, error) {
+	opts := minio.GetObjectOptions{}
+	if etag != "" {
+		if err := opts.SetMatchETag(etag); err != nil {
+			return nil, err
+		}
+	}
+	obj, err := s.c.GetObject(ctx, s.loc.Bucket, s.loc.Key, opts)
+	if err != nil {
+		return nil, err
+	}
+	// GetObject is lazy: Stat sends the request, so a failed precondition
+	// or a missing object is reported here, named, not on the first Read.
+	if _, err := obj.Stat(); err != nil {
+		_ = obj.Close()
+		if isPreconditionFailed(err) {
+			return nil, fmt.Errorf("%w: %s no longer has ETag %s; it was replaced since it was stored", ErrObjectChanged, s.uri(), etag)
+		}
+		return nil, err
+	}
+	return obj, nil
+}
+
+// ErrObjectExists: the snapshot's key or file already holds something,
+// which a snapshot never replaces. Its text starts the agent's
+// termination message, which the controller turns into the reason
+// ObjectExists.
+var ErrObjectExists = errors.New("ObjectExists")
+
+// ErrObjectChanged: the stored object's ETag is not the one recorded, so
+// it is not the snapshot's own object any more.
+var ErrObjectChanged = errors.New("ObjectChanged")
+
+func isNotFound(err error) bool {
+	r := minio.ToErrorResponse(err)
+	return r.StatusCode == http.StatusNotFound || r.Code == "NoSuchKey"
+}
+
+func isPreconditionFailed(err error) bool {
+	r := minio.ToErrorResponse(err)
+	return err != nil && (r.StatusCode == http.StatusPreconditionFailed || r.Code == "PreconditionFailed")
 }
 
 // fileStore is a file on a mounted volume (a PVC).
 type fileStore string
 
-// Put writes a temporary file beside the target, syncs it and renames it
-// into place, so that a reader never sees half a snapshot and a failed run
-// leaves an older snapshot of the same name intact.
-func (f fileStore) Put(_ context.Context, r io.Reader) (err error) {
+// Put writes a temporary file beside the target, syncs it and links it
+// into place, so that a reader never sees half a snapshot and an existing
+// file of the same name is never replaced (ErrObjectExists). Files have
+// no ETag.
+func (f fileStore) Put(_ context.Context, r io.Reader) (_ string, err error) {
 	path := string(f)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return "", err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return "", f.exists()
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".part-*")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
 	}()
 	if _, err = io.Copy(tmp, r); err != nil {
-		return err
+		return "", err
 	}
 	if err = tmp.Sync(); err != nil {
-		return err
+		return "", err
 	}
 	if err = tmp.Close(); err != nil {
-		return err
+		return "", err
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
+	if err = link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", f.exists()
+		}
+		return "", err
 	}
-	return syncDir(filepath.Dir(path))
+	return "", syncDir(filepath.Dir(path))
 }
 
-func (f fileStore) Open(context.Context) (io.ReadCloser, error) { return os.Open(string(f)) }
+// link puts tmp in place at path unless path exists: a hard link fails
+// atomically on an existing name. A file system without hard links gets a
+// rename, after the Lstat in Put (a race between two writers remains there).
+func link(tmp, path string) error {
+	err := os.Link(tmp, path)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (f fileStore) exists() error {
+	return fmt.Errorf("%w: %s already exists; a snapshot never replaces one", ErrObjectExists, string(f))
+}
+
+func (f fileStore) Open(context.Context, string) (io.ReadCloser, error) { return os.Open(string(f)) }
 
 // syncDir makes the rename durable.
 func syncDir(dir string) error {
@@ -164,11 +266,13 @@ func syncDir(dir string) error {
 }
 
 // OpenStored opens a stored snapshot for reading: the S3 object s3, or
-// the file when s3 is nil (a restore reads what Run stored).
-func OpenStored(ctx context.Context, s3 *S3, file string) (io.ReadCloser, error) {
+// the file when s3 is nil (a restore reads what Run stored). A non-empty
+// etag reads the object only while it has that ETag (ErrObjectChanged);
+// empty, for artifacts recorded before ETags were, reads whatever is there.
+func OpenStored(ctx context.Context, s3 *S3, file, etag string) (io.ReadCloser, error) {
 	st, err := newStore(Config{S3: s3, File: file})
 	if err != nil {
 		return nil, err
 	}
-	return st.Open(ctx)
+	return st.Open(ctx, etag)
 }

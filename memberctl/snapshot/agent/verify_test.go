@@ -14,8 +14,8 @@ import (
 // reads back.
 type storedBytes []byte
 
-func (storedBytes) Put(context.Context, io.Reader) error { return nil }
-func (b storedBytes) Open(context.Context) (io.ReadCloser, error) {
+func (storedBytes) Put(context.Context, io.Reader) (string, error) { return "", nil }
+func (b storedBytes) Open(context.Context, string) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 

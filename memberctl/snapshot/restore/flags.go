@@ -16,6 +16,7 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *agent.S3) {
 	fs.StringVar(&s3.Region, "s3-region", "us-east-1", "S3 region")
 	fs.StringVar(&s3.CredentialsDir, "s3-credentials-dir", "", "directory with the files "+agent.AccessKeyIDKey+" and "+agent.SecretAccessKeyKey)
 	fs.StringVar(&cfg.SHA256, "sha256", "", "the snapshot's expected sha256 (hex); empty skips the check")
+	fs.StringVar(&cfg.ETag, "etag", "", "the S3 object's expected ETag; only that object is read (If-Match); empty reads whatever the key holds")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "the new member's --data-dir; nothing is done if it already holds a member")
 	fs.StringVar(&cfg.Name, "name", "", "the new member's --name")
 	fs.StringSliceVar(&cfg.PeerURLs, "initial-advertise-peer-urls", nil, "the new member's --initial-advertise-peer-urls")

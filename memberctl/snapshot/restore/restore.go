@@ -31,6 +31,10 @@ type Config struct {
 	File string
 	// SHA256, when set, must be the snapshot's (the artifact's sha256).
 	SHA256 string
+	// ETag, when set, is the S3 object's recorded ETag: only the object
+	// that still has it is read (If-Match). Empty for files and for
+	// artifacts recorded before ETags were.
+	ETag string
 
 	// DataDir is the member's --data-dir; it must not hold a member yet.
 	DataDir string
@@ -96,7 +100,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // fetch copies the snapshot to file, checking its sha256 when known.
 func fetch(ctx context.Context, cfg Config, file string) error {
-	src, err := agent.OpenStored(ctx, cfg.S3, cfg.File)
+	src, err := agent.OpenStored(ctx, cfg.S3, cfg.File, cfg.ETag)
 	if err != nil {
 		return fmt.Errorf("open snapshot: %w", err)
 	}
