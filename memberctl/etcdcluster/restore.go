@@ -62,7 +62,7 @@ func fromSnapshot(s *v1alpha1.EtcdSnapshot) *v1alpha1.MemberRestore {
 	} else {
 		loc.PVC.Path = path.Clean(etcdsnapshot.FilePath(s))
 	}
-	return &v1alpha1.MemberRestore{Location: loc, SHA256: s.Status.Artifact.SHA256,
+	return &v1alpha1.MemberRestore{Location: loc, SHA256: s.Status.Artifact.SHA256, ETag: s.Status.Artifact.ETag,
 		SnapshotName: s.Name, Revision: s.Status.Artifact.Revision}
 }
 

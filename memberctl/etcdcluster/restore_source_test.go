@@ -26,7 +26,8 @@ var _ = Describe("restore by snapshot name", func() {
 					Key: "snaps/", CredentialsSecretRef: corev1.LocalObjectReference{Name: "snap-creds"}}}}}
 		Expect(k8sClient.Create(ctx, snap)).To(Succeed())
 		snap.Status.Phase = v1alpha1.SnapshotComplete
-		snap.Status.Artifact = &v1alpha1.SnapshotArtifact{URI: "s3://backups/snaps/nightly.db", SizeBytes: 1, SHA256: strings.Repeat("a", 64), Revision: 7}
+		snap.Status.Artifact = &v1alpha1.SnapshotArtifact{URI: "s3://backups/snaps/nightly.db", SizeBytes: 1, SHA256: strings.Repeat("a", 64), Revision: 7,
+			ETag: "d41d8cd98f00b204e9800998ecf8427e"}
 		Expect(k8sClient.Status().Update(ctx, snap)).To(Succeed())
 
 		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
@@ -49,5 +50,6 @@ var _ = Describe("restore by snapshot name", func() {
 		Expect(ms).To(HaveLen(1))
 		Expect(ms[0].Spec.Restore).NotTo(BeNil())
 		Expect(ms[0].Spec.Restore.Location).To(Equal(*src), "the seed mounts what the status names")
+		Expect(ms[0].Spec.Restore.ETag).To(Equal(snap.Status.Artifact.ETag), "the seed restores only the object the snapshot stored")
 	})
 })
