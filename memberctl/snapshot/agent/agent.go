@@ -138,19 +138,24 @@ func isSHA256Hex(s string) bool {
 // the outcome to cfg.TerminationMessagePath (the Result, or the error).
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res, err := run(ctx, cfg)
-	msg := ""
+	b, _ := json.Marshal(res)
+	return res, report(cfg, string(b), err)
+}
+
+// report writes the outcome of a run to cfg.TerminationMessagePath, where
+// the controller reads it: ok on success, else the error. A failed write
+// fails a run that succeeded, since the controller would not learn of it.
+func report(cfg Config, ok string, err error) error {
+	msg := ok
 	if err != nil {
 		msg = err.Error()
-	} else {
-		b, _ := json.Marshal(res)
-		msg = string(b)
 	}
 	if cfg.TerminationMessagePath != "" {
 		if werr := os.WriteFile(cfg.TerminationMessagePath, []byte(msg), 0o644); werr != nil && err == nil {
 			err = fmt.Errorf("write termination message: %w", werr)
 		}
 	}
-	return res, err
+	return err
 }
 
 func run(ctx context.Context, cfg Config) (Result, error) {

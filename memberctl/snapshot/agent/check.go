@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 )
 
 // CheckedMessage is the termination message of a successful Check.
@@ -19,17 +18,7 @@ const CheckedMessage = "verified"
 // replaced since it was taken is passed over for an older one. It never
 // dials etcd.
 func Check(ctx context.Context, cfg Config) error {
-	err := check(ctx, cfg)
-	msg := CheckedMessage
-	if err != nil {
-		msg = err.Error()
-	}
-	if cfg.TerminationMessagePath != "" {
-		if werr := os.WriteFile(cfg.TerminationMessagePath, []byte(msg), 0o644); werr != nil && err == nil {
-			err = fmt.Errorf("write termination message: %w", werr)
-		}
-	}
-	return err
+	return report(cfg, CheckedMessage, check(ctx, cfg))
 }
 
 func check(ctx context.Context, cfg Config) error {

@@ -20,17 +20,7 @@ const DeletedMessage = "deleted"
 // retried cleanup succeeds. With cfg.ETag, an object with another ETag
 // is not the snapshot's and is left (ErrObjectChanged). It never dials etcd.
 func Delete(ctx context.Context, cfg Config) error {
-	err := deleteStored(ctx, cfg)
-	msg := DeletedMessage
-	if err != nil {
-		msg = err.Error()
-	}
-	if cfg.TerminationMessagePath != "" {
-		if werr := os.WriteFile(cfg.TerminationMessagePath, []byte(msg), 0o644); werr != nil && err == nil {
-			err = fmt.Errorf("write termination message: %w", werr)
-		}
-	}
-	return err
+	return report(cfg, DeletedMessage, deleteStored(ctx, cfg))
 }
 
 func deleteStored(ctx context.Context, cfg Config) error {
