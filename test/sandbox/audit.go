@@ -41,6 +41,10 @@ type AuditEvent struct {
 	Verb       string    `json:"verb"`
 	RequestURI string    `json:"requestURI"`
 	Received   time.Time `json:"requestReceivedTimestamp"`
+	// ResponseStatus is what the apiserver answered (its HTTP code).
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
 // ReadAudit returns the requests of an audit log received in [from, to),

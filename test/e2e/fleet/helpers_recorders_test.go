@@ -151,6 +151,32 @@ func deletes(logs map[string]*e2eutil.PodLog) []podDelete {
 	return out
 }
 
+// auditedDeletes lists the deletes of before's Pods that the workload
+// apiservers received since from, from any etcdfleet-manager process (by
+// its user agent: the sandbox kubelet's own final delete of each Pod is
+// not one) and answered 2xx (a repeated delete from a stale cache gets
+// 404 and acts on nothing), oldest first. They are timed by the audit
+// logs the suite's sandbox keeps: the apiservers' clock, free of the
+// watch's delivery lag and of this process's own load.
+func auditedDeletes(before map[string]map[string]types.UID, from time.Time) []podDelete {
+	GinkgoHelper()
+	prefix := "/api/v1/namespaces/" + etcdNS + "/pods/"
+	var out []podDelete
+	for w, pods := range before {
+		evs, err := sb.Cluster(w).Audit(from, time.Now().Add(time.Minute))
+		Expect(err).NotTo(HaveOccurred())
+		for _, e := range evs {
+			name, _, _ := strings.Cut(strings.TrimPrefix(e.RequestURI, prefix), "?")
+			if e.Verb != "delete" || !strings.HasPrefix(e.UserAgent, "etcdfleet-manager/") || !strings.HasPrefix(e.RequestURI, prefix) || pods[name] == "" || e.ResponseStatus.Code >= 300 {
+				continue
+			}
+			out = append(out, podDelete{Cluster: w, PodEvent: e2eutil.PodEvent{Type: watch.Deleted, Name: name, At: e.Received}})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
 // terminalPodsStay checks that every Pod of before in w is still there,
 // the same Pod, in a terminal phase.
 func terminalPodsStay(ctx context.Context, g Gomega, w string, before map[string]types.UID) {

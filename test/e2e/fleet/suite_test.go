@@ -121,7 +121,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Clusters: append([]string{"mgmt"}, workloads...),
 		CRDDirs:  e2eutil.CRDDirs(),
 		Kubelet:  kubelet.Options{RestartBackoff: 200 * time.Millisecond, MaxRestartBackoff: time.Second},
-		Logf:     func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
+		// Audit: the handover specs time deletes as the apiservers received them.
+		Audit: true,
+		Logf:  func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(sb.Stop()).To(Succeed()) })
