@@ -44,6 +44,8 @@ type rollPlan struct {
 	inFlight *v1alpha1.EtcdMember
 	// behind are the members still to change, oldest first.
 	behind []*v1alpha1.EtcdMember
+	// unreported is a member whose Pod's template is not known yet.
+	unreported *v1alpha1.EtcdMember
 	// version and template: what the roll changes (for its messages).
 	version, template bool
 }
@@ -65,6 +67,9 @@ func planRoll(running []*v1alpha1.EtcdMember, t rollTarget) rollPlan {
 		}
 		if oldTemplate(m, &t.template) {
 			r.template = true
+		}
+		if m.Status.TemplateHash == "" && r.unreported == nil {
+			r.unreported = m
 		}
 	}
 	return r
@@ -160,6 +165,10 @@ func (p *pass) rollHeld(plan rollPlan) (string, time.Duration) {
 		return "waiting for every member to be Ready", requeueMembers
 	case p.ec.Status.Replacing != nil:
 		return "held: member " + p.ec.Status.Replacing.Member + " is being replaced", requeueMembers
+	case plan.unreported != nil:
+		// Re-templating it first would let its Pod, if it predates template
+		// hashes, be recorded as running the new template.
+		return "waiting for member " + plan.unreported.Name + " to report the template of its Pod", requeueMembers
 	case plan.inFlight != nil:
 		return fmt.Sprintf("waiting for member %s to run %s", plan.inFlight.Name, plan.onWhat()), requeueMembers
 	case plan.behind[0].Spec.Storage.Medium == v1alpha1.StorageMediumMemory &&
