@@ -60,7 +60,7 @@ var _ = Describe("template roll", func() {
 		}).ShouldNot(Equal(old.UID))
 
 		h.now = h.now.Add(time.Minute) // past the replacement backoff
-		h.reconcile("ec-1")             // creates the Pod from the new spec
+		h.reconcile("ec-1")            // creates the Pod from the new spec
 		p := h.pod("ec-1")
 		Expect(flags(p)).To(ContainElement("--quota-backend-bytes=4294967296"))
 		Expect(p.Spec.Containers[0].Resources.Requests.Memory().String()).To(Equal("256Mi"))
