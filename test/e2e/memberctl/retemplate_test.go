@@ -54,6 +54,7 @@ func retemplate(ctx context.Context, cluster, ns, name string, keys int) {
 	cur.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("96Mi")}}
 	Expect(c.Patch(ctx, cur, patch)).To(Succeed())
+	gen := cur.Generation
 
 	seen := map[string]bool{}
 	Eventually(func(g Gomega) {
@@ -62,6 +63,9 @@ func retemplate(ctx context.Context, cluster, ns, name string, keys int) {
 		d := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionTemplateDrifted)
 		g.Expect(p).NotTo(BeNil())
 		g.Expect(d).NotTo(BeNil())
+		// Only a status of the new spec says anything about it.
+		g.Expect(d.ObservedGeneration).To(BeNumerically(">=", gen))
+		g.Expect(p.ObservedGeneration).To(BeNumerically(">=", gen))
 		seen["Progressing="+p.Reason] = true
 		seen["TemplateDrifted="+string(d.Status)] = true
 		g.Expect(d.Status).To(Equal(metav1.ConditionFalse), "template: %s", d.Message)
