@@ -137,6 +137,9 @@ func (p *pass) roll(ctx context.Context) (ctrl.Result, error) {
 		p.rollNote = why
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
+	if ok, res, err := p.preRollSnapshot(ctx, plan); !ok || err != nil {
+		return res, err
+	}
 	leader, err := p.leader(ctx)
 	if err != nil {
 		p.rollNote = "held: cannot tell which member leads: " + err.Error()

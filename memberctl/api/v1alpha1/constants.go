@@ -162,6 +162,25 @@ const (
 	ReasonRolling = "Rolling"
 )
 
+// The snapshot taken before a roll when spec.backup is set.
+const (
+	// ConditionPreRollSnapshot says where the EtcdSnapshot taken before the
+	// current (or last) roll stands: no member is rolled before it is
+	// Complete. Set only on clusters with spec.backup.
+	ConditionPreRollSnapshot = "PreRollSnapshot"
+	// ReasonSnapshotTaken (PreRollSnapshot=True): the snapshot is Complete
+	// and the roll goes ahead.
+	ReasonSnapshotTaken = "SnapshotTaken"
+	// ReasonTakingSnapshot (PreRollSnapshot=False): the snapshot is being
+	// taken; the roll waits.
+	ReasonTakingSnapshot = "TakingSnapshot"
+	// ReasonSnapshotFailed (PreRollSnapshot=False, and a Warning Event
+	// PreRollSnapshotFailed): the snapshot failed and the roll is held.
+	// Delete the failed EtcdSnapshot to take another, or remove
+	// spec.backup to roll without one.
+	ReasonSnapshotFailed = "SnapshotFailed"
+)
+
 // Template conditions and reasons of the EtcdCluster.
 const (
 	// ConditionTemplateDrifted is True while some running member runs a Pod
