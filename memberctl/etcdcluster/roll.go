@@ -305,7 +305,10 @@ func (p *pass) setRollStatus() {
 	}
 	reason := plan.reason()
 	if wasRolling && !plan.version && !plan.template {
-		reason = prev.Reason // the last member restarts: the roll keeps its kind to the end
+		// The last member restarts: the roll keeps its kind, and its
+		// progress its words, to the end.
+		reason = prev.Reason
+		plan.version, plan.template = reason == v1alpha1.ReasonUpgrading, reason == v1alpha1.ReasonRolling
 	}
 	if wasRolling && ok && !plan.rolling(wasRolling) && !p.complete() {
 		// The last member rolled is being replaced (memory) or restarted:
