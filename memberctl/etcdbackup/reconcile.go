@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -195,4 +196,25 @@ func writeStatus(ctx context.Context, cl *workload.Cluster, orig, ec *v1alpha1.E
 		return fmt.Errorf("write status: %w", err)
 	}
 	return nil
+}
+
+// NewSnapshot is an EtcdSnapshot of ec named name, stored where spec.backup
+// stores its scheduled ones (scheduledLocation) and owned like them
+// (deletionPolicy Delete with the cleanup finalizer, a controller reference
+// that does not block the cluster's deletion), but not labelled scheduled:
+// retention never prunes it and the schedule does not wait on it. The
+// cluster reconciler takes one before a roll. ec.Spec.Backup must be set.
+func NewSnapshot(ec *v1alpha1.EtcdCluster, name string, scheme *runtime.Scheme) (*v1alpha1.EtcdSnapshot, error) {
+	s := &v1alpha1.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ec.Namespace,
+			Labels:     map[string]string{v1alpha1.LabelCluster: ec.Name},
+			Finalizers: []string{v1alpha1.FinalizerSnapshotCleanup}},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: ec.Name}, Location: scheduledLocation(ec),
+			DeletionPolicy: v1alpha1.DeletionDelete},
+	}
+	if err := controllerutil.SetControllerReference(ec, s, scheme); err != nil {
+		return nil, err
+	}
+	s.OwnerReferences[0].BlockOwnerDeletion = ptr.To(false)
+	return s, nil
 }

@@ -46,7 +46,18 @@
 // leader last after MoveLeader to a member on the new version; the next
 // only once that one reports the new version from etcd and every member
 // is Ready (Progressing=True Upgrading with the progress; Events
-// RollingMember, LeaderMoved, Upgraded). A stuck step turns terminal at
+// RollingMember, LeaderMoved, Upgraded). A change of the Pod template
+// (resources, affinity, topologySpreadConstraints, options; template.go)
+// is rolled by the same roll: the member's spec is re-templated, and the
+// next member waits until this one's status.templateHash (its Pod's) is
+// that of its spec (Progressing=True Rolling, TemplateDrifted=True
+// TemplateMismatch meanwhile, Event Rolled at the end; both changes at once
+// are one restart per member, Upgrading). status.updatedMembers counts the
+// members on the latched version and template. With spec.backup set, no
+// member is rolled onto a target before an EtcdSnapshot taken for it is
+// Complete (preroll.go; PreRollSnapshot, and a Warning Event
+// PreRollSnapshotFailed when it fails, which holds the roll until the
+// snapshot is deleted). A stuck step turns terminal at
 // status.progressDeadline (DeadlineExceeded, or BootstrapFailed before the
 // cluster formed); change the spec, or patch or remove the deadline, to
 // retry.
@@ -124,7 +135,8 @@
 // PromoteFailed, MemberRemovalDone, RestoreNotEnabled, NoSnapshot,
 // NoVerifiedSnapshot,
 // RestoringAfterTotalLoss, RestoredAfterTotalLoss, UpgradeBlocked,
-// RollingMember, LeaderMoved, Upgraded.
+// RollingMember, LeaderMoved, Upgraded, Rolled, PreRollSnapshot,
+// PreRollSnapshotFailed.
 //
 // # Trade-offs
 //

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 	"github.com/etcdfleet/etcdfleet/test/fakeetcd"
@@ -98,6 +99,7 @@ func (h *harness) startMember(m *v1alpha1.EtcdMember) {
 	}
 	h.setMemberStatus(m, func(s *v1alpha1.EtcdMemberStatus) {
 		s.PodName, s.MemberID = m.Name, fmt.Sprintf("%016x", id)
+		s.TemplateHash = pod.TemplateHash(&m.Spec) // the Pod is built from the member's spec
 		apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
 			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPodReady, Message: "pod is ready"})
 	})

@@ -119,6 +119,7 @@ func (p *pass) buildStatus() {
 	st.ObservedGeneration = p.ec.Generation
 	st.Members = p.memberStatuses()
 	p.setVersionStatus()
+	p.setTemplateStatus()
 
 	prev := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable)
 	a, d := availability(h)

@@ -33,11 +33,16 @@
 //     replaceLostMemoryMember with its own podLoss (a reason, and how a live
 //     read of the Pod confirms it).
 //
-// A planned fourth goes through the same flow: a version roll (roll.go).
-// When the cluster reconciler changed spec.version and the running Pod's
-// etcd image tag differs, the Pod is restarted at the new version, only
-// while the other voters keep quorum without it, and the gate is asked
-// with gate.VersionRoll, which a shared gate serves after every heal. A
+// A planned fourth goes through the same flow: a roll (roll.go). When the
+// cluster reconciler changed spec.version and the running Pod's etcd image
+// tag differs, or re-templated the member (resources, affinity,
+// topologySpreadConstraints, options) and the Pod's template hash
+// (annotation etcd.etcdfleet.io/template-hash, recorded in
+// status.templateHash; a Pod from before hashes is taken as running its
+// member's spec when first seen) is not that of the spec, the Pod is
+// restarted on the spec, only while the other voters keep quorum without
+// it, and the gate is asked with gate.VersionRoll or gate.TemplateRoll,
+// which a shared gate serves after every heal. A
 // PVC member's Pod is deleted and recreated on its claim with its ID
 // (counted in its status, never capped); a memory member is removed like
 // a lost one (holding the lease) and replaced by a new member.

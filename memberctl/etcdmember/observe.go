@@ -19,6 +19,7 @@ import (
 // observe reports a live (pending, running or terminating) Pod in status.
 func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	m := s.m
+	s.recordTemplate(p) // before podUID moves: a legacy Pod's hash is kept per UID
 	if m.Status.PodUID != p.UID {
 		// Another Pod may run another etcd version (a roll, or a spec
 		// change applied on recreation): read it again once it is ready.

@@ -167,6 +167,7 @@ func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
 	}
 	s.m.Status.PodName, s.m.Status.PodUID = p.Name, p.UID
 	s.m.Status.Version = "" // read from the new Pod's etcd once it is ready
+	s.m.Status.TemplateHash = pod.RunningTemplateHash(p)
 	s.setReady(false, v1alpha1.ReasonPodNotReady, "pod phase: Pending")
 	return ctrl.Result{}, s.writeStatus(ctx)
 }

@@ -18,17 +18,21 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/upgrade"
 )
 
-// Version rolls. The cluster reconciler changes one member's spec.version
-// at a time (followers first, the leader last after moving leadership
-// away); this reconciler then restarts that member at the new version.
-// A running Pod is never re-templated in place (its spec is immutable), so
+// Rolls. The cluster reconciler changes one member's spec at a time
+// (followers first, the leader last after moving leadership away): its
+// version, or its template (resources, affinity, topologySpreadConstraints,
+// options); this reconciler then restarts that member on the new spec. A
+// running Pod is never re-templated in place (its spec is immutable), so
 // the Pod is deleted, through the one replacement flow: paused → lease →
-// quorum without the member → shared gate (VersionRoll, planned: served
-// after every heal) → status → UID-guarded delete.
+// quorum without the member → shared gate (VersionRoll or TemplateRoll,
+// planned: served after every heal) → status → UID-guarded delete.
 
-// rollCause: a planned restart, never capped (a wave of rolls is not a
+// Roll causes: planned restarts, never capped (a wave of rolls is not a
 // member failing), still counted and backed off like any replacement.
-var rollCause = replacement.Cause{Reason: "VersionRoll", Shutdown: true}
+var (
+	rollCause         = replacement.Cause{Reason: string(gate.VersionRoll), Shutdown: true}
+	templateRollCause = replacement.Cause{Reason: string(gate.TemplateRoll), Shutdown: true}
+)
 
 // etcdImage returns the image of the Pod's etcd container, or "".
 func etcdImage(p *corev1.Pod) string {
@@ -40,30 +44,75 @@ func etcdImage(p *corev1.Pod) string {
 	return ""
 }
 
-// needsRoll reports a live Pod whose etcd image tag is not
+// versionDrifted reports a Pod whose etcd image tag is not
 // v<spec.version>. Only the tag counts: a change of the manager's image
 // repository setting does not restart every member of the fleet.
-func needsRoll(p *corev1.Pod, m *v1alpha1.EtcdMember) bool {
-	if p.DeletionTimestamp != nil || pod.IsTerminal(p) {
-		return false
-	}
+func versionDrifted(p *corev1.Pod, m *v1alpha1.EtcdMember) bool {
 	img := etcdImage(p)
 	return img != "" && !strings.HasSuffix(img, ":v"+m.Spec.Version)
 }
 
-// rollMember restarts the member at spec.version. A PVC member's Pod is
+// runningTemplate is the template hash p was built from: its annotation,
+// or for a Pod from before template hashes the hash recorded when it was
+// first seen (status.templateHash of that Pod UID); "" when not known yet.
+func runningTemplate(p *corev1.Pod, m *v1alpha1.EtcdMember) string {
+	if h := pod.RunningTemplateHash(p); h != "" {
+		return h
+	}
+	if m.Status.PodUID == p.UID {
+		return m.Status.TemplateHash
+	}
+	return ""
+}
+
+// templateDrifted reports a Pod built from another template than its
+// member's spec now (the cluster reconciler re-templated the member).
+func templateDrifted(p *corev1.Pod, m *v1alpha1.EtcdMember) bool {
+	h := runningTemplate(p, m)
+	return h != "" && h != pod.TemplateHash(&m.Spec)
+}
+
+// needsRoll reports a live Pod that does not run its member's spec: another
+// etcd version or another template.
+func needsRoll(p *corev1.Pod, m *v1alpha1.EtcdMember) bool {
+	if p.DeletionTimestamp != nil || pod.IsTerminal(p) {
+		return false
+	}
+	return versionDrifted(p, m) || templateDrifted(p, m)
+}
+
+// recordTemplate sets status.templateHash to the template p runs. A Pod
+// without the annotation was created before template hashes, when a member
+// was never re-templated: it runs its member's spec as first seen, which
+// is then kept for that Pod.
+func (s *run) recordTemplate(p *corev1.Pod) {
+	if h := runningTemplate(p, s.m); h != "" {
+		s.m.Status.TemplateHash = h
+		return
+	}
+	s.m.Status.TemplateHash = pod.TemplateHash(&s.m.Spec)
+}
+
+// rollMember restarts the member on its spec. A PVC member's Pod is
 // deleted and recreated on its claim with its member ID (createPod); a
 // memory member's data is in its Pod only, so it is removed and the
-// cluster reconciler adds a new member at spec.version in its place.
+// cluster reconciler adds a new member on the spec in its place. A version
+// change goes first, judged by etcd's upgrade rules; a template change
+// alone is a TemplateRoll.
 func (s *run) rollMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	img := etcdImage(p)
+	action, cause, to := gate.VersionRoll, rollCause, "etcd "+s.m.Spec.Version
 	died := fmt.Sprintf("Pod %s runs %s, spec.version is %s", p.Name, img, s.m.Spec.Version)
-	if why := s.rollRefused(); why != "" {
+	if !versionDrifted(p, s.m) {
+		action, cause, to = gate.TemplateRoll, templateRollCause, "the member's new Pod template"
+		died = fmt.Sprintf("Pod %s runs Pod template %s, the member's is %s (resources, affinity, topology spread or etcd options changed)",
+			p.Name, runningTemplate(p, s.m), pod.TemplateHash(&s.m.Spec))
+	} else if why := s.rollRefused(); why != "" {
 		// The cluster reconciler never asks for such a change; whoever
 		// edited spec.version did. The member keeps running as it is.
 		return s.refuseRoll(ctx, p, died+"; not rolled: "+why)
 	}
-	j := job{action: gate.VersionRoll, cause: rollCause, podUID: p.UID, died: died, check: s.rollSafety}
+	j := job{action: action, cause: cause, podUID: p.UID, died: died, check: s.rollSafety}
 	if isMemory(s.m) {
 		return s.removeMember(ctx, j, "RollingMemoryMember", func() string {
 			return "a memory-backed member cannot keep its data across a restart"
@@ -73,8 +122,8 @@ func (s *run) rollMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error
 	j.remove = func(ctx context.Context) error { return s.cl.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}) }
 	j.announce = func(total int32) {
 		s.cl.Recorder.Eventf(s.m, corev1.EventTypeNormal, "RollingPod",
-			"%s: deleted it to recreate it at etcd %s on the same storage, with the same member ID (replacement %d)",
-			died, s.m.Spec.Version, total)
+			"%s: deleted it to recreate it on %s on the same storage, with the same member ID (replacement %d)",
+			died, to, total)
 	}
 	return s.replace(ctx, j, memberLedger{s})
 }

@@ -27,14 +27,19 @@ const (
 	// recreated on its claim with its member ID; a memory member is
 	// replaced by a new member.
 	VersionRoll Action = "VersionRoll"
+	// TemplateRoll restarts a healthy member's Pod on a new Pod template
+	// (resources, affinity, topology spread, etcd options): planned, not a
+	// heal, carried out like a VersionRoll.
+	TemplateRoll Action = "TemplateRoll"
 )
 
-// Planned reports whether a is maintenance asked for by a user (a roll)
+// Planned reports whether a is maintenance asked for by a user (a roll of
+// a version or a template)
 // rather than a heal of something broken. A shared Gate serves heals
 // first: a fleet reboot in the middle of an upgrade wave heals every
 // cluster before the wave takes another token.
 func (a Action) Planned() bool {
-	return a == VersionRoll
+	return a == VersionRoll || a == TemplateRoll
 }
 
 // Request identifies one destructive action.

@@ -44,6 +44,13 @@ const FinalizerMemberCleanup = GroupName + "/member-cleanup"
 // last acted on is recorded in status.replacement.replaceNowHandled.
 const AnnotationReplaceNow = GroupName + "/replace-now"
 
+// AnnotationTemplateHash, on a member's Pod, is the hash of the part of the
+// EtcdMember spec a rolling re-template changes (resources, affinity,
+// topologySpreadConstraints, options) that the Pod was built from. The
+// member controller restarts a Pod whose hash is not that of its member's
+// spec now; the Pod spec itself is immutable.
+const AnnotationTemplateHash = GroupName + "/template-hash"
+
 // Defaults applied by the API server (kept in sync with the +kubebuilder:default markers).
 const (
 	DefaultReplicas                int32 = 3
@@ -147,6 +154,47 @@ const (
 	// message gives the progress ("1/3 members on etcd 3.7.3") and what the
 	// roll does or waits for now.
 	ReasonUpgrading = "Upgrading"
+	// ReasonRolling (Progressing=True): spec.version is unchanged, but the
+	// members are rolled one at a time, in the same order, onto the Pod
+	// template of the spec (resources, affinity, topologySpreadConstraints,
+	// options); the message gives the progress ("1/3 members on the current
+	// Pod template") and what the roll does or waits for now.
+	ReasonRolling = "Rolling"
+)
+
+// The snapshot taken before a roll when spec.backup is set.
+const (
+	// ConditionPreRollSnapshot says where the EtcdSnapshot taken before the
+	// current (or last) roll stands: no member is rolled before it is
+	// Complete. Set only on clusters with spec.backup.
+	ConditionPreRollSnapshot = "PreRollSnapshot"
+	// ReasonSnapshotTaken (PreRollSnapshot=True): the snapshot is Complete
+	// and the roll goes ahead.
+	ReasonSnapshotTaken = "SnapshotTaken"
+	// ReasonTakingSnapshot (PreRollSnapshot=False): the snapshot is being
+	// taken; the roll waits.
+	ReasonTakingSnapshot = "TakingSnapshot"
+	// ReasonSnapshotFailed (PreRollSnapshot=False, and a Warning Event
+	// PreRollSnapshotFailed): the snapshot failed and the roll is held.
+	// Delete the failed EtcdSnapshot to take another, or remove
+	// spec.backup to roll without one.
+	ReasonSnapshotFailed = "SnapshotFailed"
+)
+
+// Template conditions and reasons of the EtcdCluster.
+const (
+	// ConditionTemplateDrifted is True while some running member runs a Pod
+	// built from another template than the spec's (resources, affinity,
+	// topologySpreadConstraints, options): a re-template still to roll.
+	ConditionTemplateDrifted = "TemplateDrifted"
+	// ReasonTemplateMismatch (TemplateDrifted=True): the message counts the
+	// members on an old template and names what differs.
+	ReasonTemplateMismatch = "TemplateMismatch"
+	// ReasonTemplateMatched (TemplateDrifted=False).
+	ReasonTemplateMatched = "TemplateMatched"
+	// ReasonTemplatesUnknown (TemplateDrifted=Unknown): some running
+	// member has not reported the template of its Pod yet.
+	ReasonTemplatesUnknown = "TemplatesUnknown"
 )
 
 // EtcdMember condition reasons.

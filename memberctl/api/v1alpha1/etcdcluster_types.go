@@ -112,9 +112,13 @@ type EtcdOptions struct {
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
 //
-// resources, affinity, topologySpreadConstraints, options and storage.size
-// apply to members created after the change; existing members are not
-// rolled for them (version is: see its field).
+// A change of resources, affinity, topologySpreadConstraints or options is
+// rolled into the running members like a version change (see version):
+// one member at a time, followers first, the leader last after leadership
+// moved, each restart through the shared fleet gate after every heal; a
+// PVC member keeps its ID, a memory member is replaced by a new one.
+// TemplateDrifted is True meanwhile. storage.size applies to members
+// created after the change only.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && self.replicas == 0 && has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="replicas may not be 0 with storage.medium Memory: a memory-backed cluster cannot be paused"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls may not be added or removed"
@@ -315,6 +319,13 @@ type EtcdClusterStatus struct {
 	// +listMapKey=version
 	Versions []EtcdClusterVersionCount `json:"versions,omitempty"`
 
+	// updatedMembers counts the running members on the latched spec: they
+	// report its version from etcd and run a Pod built from its template
+	// (resources, affinity, topologySpreadConstraints, options). Below
+	// replicas while a version or template change is rolled.
+	// +optional
+	UpdatedMembers int32 `json:"updatedMembers"`
+
 	// progressDeadline is when the current step times out. Patch it (for
 	// example to a time in the future, or remove it) to retry after DeadlineExceeded.
 	// +optional
@@ -341,7 +352,8 @@ type EtcdClusterStatus struct {
 	Health *EtcdHealth `json:"health,omitempty"`
 
 	// conditions: Available, Progressing, Degraded, ReplacementsExhausted,
-	// TotalLoss, VersionDrifted, UpgradeBlocked, AlarmActive, NearQuota.
+	// TotalLoss, VersionDrifted, UpgradeBlocked, TemplateDrifted,
+	// AlarmActive, NearQuota.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -359,8 +371,9 @@ type ReplacementLease struct {
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
 	// action is the kind of replacement: CrashLoopReplace, PodLossReplace,
-	// NodeLossReplace, or VersionRoll (a memory member rolled to a new
-	// etcd version).
+	// NodeLossReplace, VersionRoll (a memory member rolled to a new etcd
+	// version) or TemplateRoll (a memory member rolled onto a new Pod
+	// template).
 	Action string `json:"action"`
 	// since is when the lease was taken.
 	Since metav1.Time `json:"since"`
@@ -377,6 +390,8 @@ type ReplacementLease struct {
 // +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="VersionDrifted")].status`,description="True while members run different versions, or one other than spec.version"
 // +kubebuilder:printcolumn:name="UpgradeBlocked",type=string,JSONPath=`.status.conditions[?(@.type=="UpgradeBlocked")].status`,priority=1
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedMembers`,description="running members on spec.version and the spec's Pod template"
+// +kubebuilder:printcolumn:name="TemplateDrifted",type=string,JSONPath=`.status.conditions[?(@.type=="TemplateDrifted")].status`,priority=1,description="True while members run a Pod built from an older template than the spec's"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`

@@ -24,9 +24,10 @@ type MemberTLS struct {
 }
 
 // EtcdMemberSpec is copied from the cluster's status.observed when the
-// member is created and is never re-templated, except version: the
-// cluster reconciler changes it to roll the member to another etcd
-// version, and the member reconciler then restarts its Pod.
+// member is created. The cluster reconciler changes version, resources,
+// affinity, topologySpreadConstraints and options to roll the member onto
+// a new spec (one member at a time); the member reconciler then restarts
+// its Pod.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.clusterToken) == has(oldSelf.clusterToken) && (!has(self.clusterToken) || self.clusterToken == oldSelf.clusterToken)",message="clusterToken is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.initialCluster) || size(oldSelf.initialCluster) == 0 || (has(self.initialCluster) && self.initialCluster == oldSelf.initialCluster)",message="initialCluster may not change once set"
@@ -149,6 +150,13 @@ type EtcdMemberStatus struct {
 	// version is the etcd version the member reports.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// templateHash is the template hash of the Pod that runs (podUID): the
+	// hash of the resources, affinity, topologySpreadConstraints and
+	// options it was built from (its etcd.etcdfleet.io/template-hash
+	// annotation). A Pod from before template hashes gets the hash of the
+	// spec it ran under when first seen.
+	// +optional
+	TemplateHash string `json:"templateHash,omitempty"`
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: Ready, ReplacementsExhausted, VersionDrifted.

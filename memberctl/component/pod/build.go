@@ -59,7 +59,8 @@ func Build(m *v1alpha1.EtcdMember, opts BuildOptions) *corev1.Pod {
 		labels[v1alpha1.LabelRole] = v1alpha1.RoleVoter
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: labels,
+			Annotations: map[string]string{v1alpha1.AnnotationTemplateHash: TemplateHash(&m.Spec)}},
 		Spec: corev1.PodSpec{
 			// hostname.subdomain gives the Pod the DNS name etcd advertises,
 			// through the headless Service named after the cluster.

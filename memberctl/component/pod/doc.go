@@ -9,8 +9,11 @@
 // command line. Sync creates the Pod when it is missing. On an existing Pod
 // it only keeps the role label in step with status.isVoter (the
 // PodDisruptionBudget selects voters by it); everything else about a running
-// Pod is fixed at creation, since a member is never re-templated, and
-// replacing a Pod is the member reconciler's decision, not Sync's.
+// Pod is fixed at creation (a Pod spec is immutable), and replacing a Pod is
+// the member reconciler's decision, not Sync's. Build stamps the Pod with
+// TemplateHash of the member spec it was built from (resources, affinity,
+// topologySpreadConstraints, options), so that the member reconciler can
+// tell a Pod that runs an old template after its member was re-templated.
 //
 // Two choices in the Pod are deliberate:
 //

@@ -62,7 +62,7 @@ func (o Syncer) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, 
 
 // repairRoleLabel sets or removes only the role label, as on want: the PDB
 // counts voters by it, and nothing else about a running Pod may change (its
-// spec is immutable, and a member is never re-templated).
+// spec is immutable: a re-templated member's Pod is restarted, not edited).
 func repairRoleLabel(cur, want *corev1.Pod) bool {
 	wantVal, wantHas := want.Labels[v1alpha1.LabelRole]
 	curVal, curHas := cur.Labels[v1alpha1.LabelRole]

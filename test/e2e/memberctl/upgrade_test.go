@@ -28,7 +28,7 @@ import (
 var _ = Describe("rolling version upgrade", func() {
 	const cluster = "pf"
 
-	It("rolls a PVC cluster 3.6.16 → 3.7.3 one member at a time, the leader last: IDs kept, every write kept, quorum Ready throughout", func(ctx SpecContext) {
+	It("rolls a PVC cluster 3.6.16 → 3.7.3 one member at a time, the leader last, then a quota raise and a resources change the same way: IDs kept, every write kept, quorum Ready throughout", func(ctx SpecContext) {
 		ids, log := upgrade(ctx, cluster, "upgrade-pvc", "uppvc", false)
 		Expect(e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-pvc", "uppvc")).To(Equal(ids), "a PVC member keeps its ID")
 		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated, under its member's name")
@@ -41,7 +41,11 @@ var _ = Describe("rolling version upgrade", func() {
 			g.Expect(sb.EventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "LeaderMoved")).To(HaveLen(1), "the leader went last, after moving leadership")
 			g.Expect(sb.EventMessages(ctx, cluster, "upgrade-pvc", "uppvc", "Upgraded")).To(HaveLen(1))
 		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-	}, SpecTimeout(5*time.Minute))
+
+		// The same cluster, re-templated: a rolling re-template takes the
+		// same path as the version roll, so it needs no cluster of its own.
+		retemplate(ctx, cluster, "upgrade-pvc", "uppvc", 100)
+	}, SpecTimeout(8*time.Minute))
 
 	It("rolls a memory cluster 3.6.16 → 3.7.3 by replacing one member at a time with a new ID, only while quorum holds", func(ctx SpecContext) {
 		ids, _ := upgrade(ctx, cluster, "upgrade-mem", "upmem", true)
