@@ -161,3 +161,11 @@ func (t Timeline) end() float64 {
 	}
 	return last + max(1, last/10)
 }
+
+// LimiterBound is the lower bound the fleet-wide limiter allows on a heal
+// of n replacements with full buckets: the first burst go at once, the
+// others at rate, and the last one replaced still has to start etcd.
+func LimiterBound(n, burst int, rate float64, etcdStart time.Duration) time.Duration {
+	paced := max(0, n-burst)
+	return time.Duration(float64(paced)/rate*float64(time.Second)) + etcdStart
+}

@@ -216,3 +216,12 @@ func TestSVGNoRows(t *testing.T) {
 		t.Error("no error for a timeline without rows")
 	}
 }
+
+func TestLimiterBound(t *testing.T) {
+	if got := LimiterBound(18, 10, 2, time.Second); got != 5*time.Second {
+		t.Errorf("18 replacements, burst 10, 2/s, etcd start 1 s: bound %s, want 5s", got)
+	}
+	if got := LimiterBound(6, 10, 2, time.Second); got != time.Second {
+		t.Errorf("within the burst: bound %s, want the etcd start alone", got)
+	}
+}
