@@ -2,6 +2,7 @@ package fleetdemo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -127,10 +128,30 @@ func run(ctx context.Context, out io.Writer, o Options, res *Result) error {
 	}
 	defer stopRec()
 	rebootAt := time.Now()
-	if err := f.RebootAll(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: o.Outage}); err != nil {
-		return err
+	// The live view starts with the reboot: RebootAll stops each Node
+	// gracefully, one after another, and returns when the last one is
+	// down, by when the first clusters are already healing.
+	rebooted := make(chan error, 1)
+	go func() {
+		rebooted <- f.RebootAll(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: o.Outage})
+	}()
+	var rebootDone bool
+	var rebootErr error
+	healedOrFailed := func() bool {
+		if !rebootDone {
+			select {
+			case rebootErr = <-rebooted:
+				rebootDone = true
+			default:
+			}
+		}
+		return rebootDone && (rebootErr != nil || d.replaced())
 	}
-	if err := d.waitHealed(ctx, "heal", d.replaced); err != nil {
+	err = d.waitHealed(ctx, "heal", healedOrFailed)
+	if !rebootDone {
+		rebootErr = <-rebooted
+	}
+	if err = errors.Join(rebootErr, err); err != nil {
 		return err
 	}
 	healed := time.Since(rebootAt)

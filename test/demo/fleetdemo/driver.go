@@ -35,12 +35,13 @@ type driver struct {
 	mgmtKubeconfig string
 	recs           map[string]*recording // by workload cluster, from before the reboot
 	view           *liveView
-	wasDown        map[string]bool // the live view's clusters down now
+	wasHealthy     map[string]bool // the live view's clusters ever healthy
 	views          []ViewRecord
+	listErr        map[string]string // by workload cluster, the last list error said
 }
 
 func newDriver(f *sandbox.Fleet, o Options, out io.Writer) (*driver, error) {
-	d := &driver{f: f, o: o, out: out, clients: map[string]client.Client{}, view: newLiveView(out), wasDown: map[string]bool{}}
+	d := &driver{f: f, o: o, out: out, clients: map[string]client.Client{}, view: newLiveView(out), wasHealthy: map[string]bool{}, listErr: map[string]string{}}
 	for _, c := range f.Clusters() {
 		if c.Name == "mgmt" {
 			continue
@@ -97,11 +98,16 @@ func (d *driver) observe(ctx context.Context, phase string) ([]clusterView, bool
 		}
 		if err != nil {
 			// One failed read leaves the rows as last shown; the next
-			// poll tries again.
+			// poll tries again. Said once per new error.
+			if msg := err.Error(); d.listErr[w.Name] != msg {
+				fmt.Fprintf(d.out, "[%s] %s: %v\n", phase, w.Name, err)
+				d.listErr[w.Name] = msg
+			}
 			done = false
 			continue
 		}
-		rows := viewOf(w.Name, list.Items, pods.Items, d.wasDown)
+		delete(d.listErr, w.Name)
+		rows := viewOf(w.Name, list.Items, pods.Items, d.wasHealthy)
 		d.views = append(d.views, ViewRecord{Phase: phase, Workload: w.Name, PodsRV: pods.ResourceVersion, Rows: rows})
 		healthyN := 0
 		for _, r := range rows {
@@ -115,7 +121,7 @@ func (d *driver) observe(ctx context.Context, phase string) ([]clusterView, bool
 	return all, done
 }
 
-// waitHealed shows the live view every half second until every
+// waitHealed shows the live view every 250 ms until every
 // EtcdCluster is healthy and extra (if any) agrees.
 func (d *driver) waitHealed(ctx context.Context, what string, extra func() bool) error {
 	start := time.Now()
@@ -138,7 +144,10 @@ func (d *driver) waitHealed(ctx context.Context, what string, extra func() bool)
 			return ctx.Err()
 		case <-deadline:
 			return fmt.Errorf("%s: not healed within %s", what, d.o.HealTimeout)
-		case <-time.After(500 * time.Millisecond):
+		// 250 ms: a replacement takes about a second on an idle
+		// machine, and a view should see most of its steps; two lists
+		// per workload cluster each time are cheap.
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }

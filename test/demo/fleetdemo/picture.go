@@ -110,8 +110,8 @@ func (d *driver) timeline(rebootAt time.Time, healed time.Duration) timeline.Tim
 		first = rebootAt
 	}
 	t := timeline.Timeline{
-		Title: fmt.Sprintf("make demo: every node of %d clusters rebooted, %d EtcdClusters × 3 members healed in %.1f s (limiter %g/s, burst %d)",
-			len(d.workloads), len(rows), healed.Seconds(), d.o.Rate, d.o.Burst),
+		Title: fmt.Sprintf("make demo: %d EtcdClusters × 3 members healed %.1f s after the reboot (limiter %g/s, burst %d)",
+			len(rows), healed.Seconds(), d.o.Rate, d.o.Burst),
 		Origin: first,
 		AxisLabel: fmt.Sprintf("seconds since the first member Pod was seen terminal (the reboot call: %.1f s)",
 			rebootAt.Sub(first).Seconds()),

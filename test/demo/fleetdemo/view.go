@@ -22,11 +22,12 @@ const (
 	// healthy: every member's Pod Ready, none terminal, and the
 	// EtcdCluster's status Available.
 	healthy health = "healthy"
-	// down: from its first terminal Pod until it is healthy again, even
-	// once its quorum is back: the demo shows a heal, and a heal ends when
-	// the cluster is whole.
+	// down: from its first terminal Pod, or the first view that finds a
+	// cluster that was healthy not healthy (a terminal Pod can be replaced
+	// between two views), until it is healthy again, even once its quorum
+	// is back: a heal ends when the cluster is whole.
 	down health = "down"
-	// starting: not healthy yet, and never went down (bootstrap).
+	// starting: never healthy yet, and no Pod terminal (bootstrap).
 	starting health = "starting"
 )
 
@@ -44,9 +45,9 @@ type clusterView struct {
 // status alone showed clusters healthy while their Pods were terminal
 // (issue 27). Status still has a say (a cluster whose Pods all run is not
 // healthy until the operator found etcd Available), so the view is never
-// ahead of either. wasDown holds the clusters down at the last view; it is
+// ahead of either. wasHealthy holds the clusters ever seen healthy; it is
 // updated.
-func viewOf(workload string, ecs []etcdv1.EtcdCluster, pods []corev1.Pod, wasDown map[string]bool) []clusterView {
+func viewOf(workload string, ecs []etcdv1.EtcdCluster, pods []corev1.Pod, wasHealthy map[string]bool) []clusterView {
 	ready, terminal := map[string]int32{}, map[string]int{}
 	for i := range pods {
 		p := &pods[i]
@@ -70,10 +71,9 @@ func viewOf(workload string, ecs []etcdv1.EtcdCluster, pods []corev1.Pod, wasDow
 		switch {
 		case r.Terminal == 0 && ready[ec.Name] >= want && e2eutil.Available(ec):
 			r.State = healthy
-			delete(wasDown, name)
-		case r.Terminal > 0 || wasDown[name]:
+			wasHealthy[name] = true
+		case r.Terminal > 0 || wasHealthy[name]:
 			r.State = down
-			wasDown[name] = true
 		default:
 			r.State = starting
 		}

@@ -60,7 +60,7 @@ func pods(states ...string) []corev1.Pod {
 // not come back whole, healthy. A view that reads status alone fails the
 // first step.
 func TestViewOfReadsPodsNotStatus(t *testing.T) {
-	wasDown := map[string]bool{}
+	wasHealthy := map[string]bool{}
 	for _, step := range []struct {
 		name      string
 		available bool
@@ -68,6 +68,7 @@ func TestViewOfReadsPodsNotStatus(t *testing.T) {
 		want      health
 		ready     int32
 	}{
+		{"bootstrap: a member missing, status says Available", true, pods("ready", "ready"), starting, 2},
 		{"bootstrap: Pods Ready, status not yet Available", false, pods("ready", "ready", "ready"), starting, 3},
 		{"bootstrap: Available", true, pods("ready", "ready", "ready"), healthy, 3},
 		{"reboot: one Pod terminal, status still Available 3/3", true, pods("terminal", "ready", "ready"), down, 2},
@@ -76,9 +77,9 @@ func TestViewOfReadsPodsNotStatus(t *testing.T) {
 		{"a Ready Pod being deleted counts for nothing", true, pods("ready", "ready", "deleting"), down, 2},
 		{"every Pod Ready, status not yet Available", false, pods("ready", "ready", "ready"), down, 3},
 		{"whole again", true, pods("ready", "ready", "ready"), healthy, 3},
-		{"no terminal Pod, a member missing: not healthy, not down", true, pods("ready", "ready"), starting, 2},
+		{"no terminal Pod seen, a member missing, after having been healthy", true, pods("ready", "ready"), down, 2},
 	} {
-		rows := viewOf("w1", []etcdv1.EtcdCluster{cluster(step.available)}, step.pods, wasDown)
+		rows := viewOf("w1", []etcdv1.EtcdCluster{cluster(step.available)}, step.pods, wasHealthy)
 		if len(rows) != 1 || rows[0].State != step.want || rows[0].Ready != step.ready || rows[0].Name != "w1/etcd-a" {
 			t.Errorf("%s: %+v, want %s with %d ready", step.name, rows, step.want, step.ready)
 		}
