@@ -190,4 +190,3 @@ func checkPicture(t *testing.T, path string, rows []string) {
 		t.Error("no limiter bound line in the picture")
 	}
 }
-
