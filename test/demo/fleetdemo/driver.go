@@ -100,7 +100,7 @@ func (d *driver) observe(ctx context.Context, phase string) ([]clusterView, bool
 			// One failed read leaves the rows as last shown; the next
 			// poll tries again. Said once per new error.
 			if msg := err.Error(); d.listErr[w.Name] != msg {
-				fmt.Fprintf(d.out, "[%s] %s: %v\n", phase, w.Name, err)
+				d.view.say(fmt.Sprintf("[%s] %s: %v", phase, w.Name, err))
 				d.listErr[w.Name] = msg
 			}
 			done = false

@@ -139,6 +139,13 @@ func (v *liveView) show(what string, elapsed time.Duration, rows []clusterView, 
 	v.drawn = len(lines)
 }
 
+// say prints a line between views (a failed read); on a terminal the
+// table is drawn anew below it rather than over it.
+func (v *liveView) say(line string) {
+	fmt.Fprintln(v.out, line)
+	v.drawn = 0
+}
+
 // done ends a phase: the next show starts a new table below this one.
 func (v *liveView) done() {
 	v.drawn = 0
