@@ -135,7 +135,7 @@ bench-scale: ## Register BENCH_SCALE_CLUSTERS (default 100) lite clusters with 1
 
 .PHONY: bench
 bench: ## Run the benchmarks and print their figures (replacement latency, fleet heal time, memory, scale).
-	$(TEST_ENV) go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/... ./fleet/limiter/...
+	$(TEST_ENV) BENCH_TIMELINE=$(CURDIR)/heal-timeline-bench.svg go test -count=1 -timeout 60m -run '^$$' -bench . -benchtime 1x ./test/bench/... ./fleet/limiter/...
 
 $(HELM):
 	GOBIN=$(dir $@) go install -trimpath \

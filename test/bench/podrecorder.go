@@ -24,6 +24,9 @@ type PodEvent struct {
 	Ready    bool
 	Deleting bool
 	At       time.Time
+	// RV is the Pod's resourceVersion in the event: where it falls among
+	// other reads of the same apiserver.
+	RV string
 }
 
 // Terminal reports whether the event shows the Pod Succeeded or Failed.
@@ -139,7 +142,7 @@ func (r *PodRecorder) fail(err error) {
 }
 
 func podEvent(t watch.EventType, p *corev1.Pod, at time.Time) PodEvent {
-	e := PodEvent{Type: t, Name: p.Name, UID: p.UID, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil, At: at}
+	e := PodEvent{Type: t, Name: p.Name, UID: p.UID, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil, At: at, RV: p.ResourceVersion}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			e.Ready = c.Status == corev1.ConditionTrue

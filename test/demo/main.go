@@ -26,12 +26,16 @@ func main() {
 	flag.IntVar(&opts.EtcdClustersPer, "etcd-clusters", opts.EtcdClustersPer, "EtcdClusters per workload cluster")
 	flag.Float64Var(&opts.Rate, "limiter-rate", opts.Rate, "fleet-wide replacements per second")
 	flag.IntVar(&opts.Burst, "limiter-burst", opts.Burst, "fleet-wide replacement burst")
+	flag.StringVar(&opts.TimelinePath, "timeline", opts.TimelinePath, "where to write the heal's picture (SVG)")
 	verbose := flag.Bool("v", false, "show the manager's logs")
 	flag.Parse()
+	// The grant log gives the picture its limiter waits; it sees every
+	// Info line whether or not the logs are shown.
+	opts.Grants = &fleetdemo.GrantLog{}
 	if *verbose {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+		ctrl.SetLogger(logr.New(opts.Grants.Sink(zap.New(zap.UseDevMode(true)).GetSink())))
 	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(discard{})))
+		ctrl.SetLogger(logr.New(opts.Grants.Sink(zap.New(zap.WriteTo(discard{})).GetSink())))
 		// client-go and the simulated kubelet's port-forward server log
 		// every refused forward during the reboot through klog: expected
 		// there, and noise between the progress lines.
@@ -39,7 +43,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := fleetdemo.Run(ctx, os.Stdout, opts); err != nil {
+	if _, err := fleetdemo.Run(ctx, os.Stdout, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}

@@ -7,5 +7,6 @@
 // limiter's grant, so that extra heal time can be put down to pacing, the
 // controller or a saturated machine; the managers run as processes
 // (test/managerproc), BENCH_REPLICAS of them, sharded when more than one.
-// See BenchmarkFleetHeal.
+// The heal is drawn as make demo draws it (test/timeline), to
+// $BENCH_TIMELINE. See BenchmarkFleetHeal.
 package fleet

@@ -44,6 +44,10 @@ func startManagers(b *testing.B, ctx context.Context, f *sandbox.Fleet, cfg sett
 		}
 		args := []string{"--kubeconfig", kc, "--namespace", cfg.Namespace, "--metrics-bind-address", addr,
 			"--metrics-secure=false", "--health-probe-bind-address", "0", managerproc.TimeEncodingArg,
+			// The process reads its settings from flags, not cfg: without
+			// this it refuses the sandbox admin as Unconstrained and the
+			// bootstrap never ends.
+			fmt.Sprintf("--allow-unconstrained=%t", cfg.AllowUnconstrained),
 			// One replica runs as the bench always did, without leader
 			// election; sharded ones elect the leader of the singletons.
 			fmt.Sprintf("--leader-elect=%t", n > 1)}

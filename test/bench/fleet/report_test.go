@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/managerproc"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
+	"github.com/etcdfleet/etcdfleet/test/timeline"
 )
 
 // healRun is what one heal left to report.
@@ -67,8 +70,7 @@ func (r healRun) report(b *testing.B) {
 	}
 	heal := bench.Percentile(healedAt, 1)
 	etcdStart := bench.Percentile(lastStarts, 0.5)
-	paced := max(0, len(reps)-r.limiter.Burst)
-	bound := time.Duration(float64(paced)/r.limiter.Rate*float64(time.Second)) + etcdStart
+	bound := timeline.LimiterBound(len(reps), r.limiter.Burst, r.limiter.Rate, etcdStart)
 	ratio := heal.Seconds() / bound.Seconds()
 	steps, unmatched := r.breakdown(reps, clusterOf)
 	worst, worstAt := worstWindow(r.ws)
@@ -114,6 +116,55 @@ func (r healRun) report(b *testing.B) {
 		len(reps), unmatched, strings.Join(lines, "\n    "),
 		worst, worstAt.Sub(r.t0).Seconds(), r.limiter.Rate+float64(r.limiter.Burst),
 		len(r.grants), throttled, r.managerRSS/mib, r.loadAtReboot, bench.HostLoad())
+	r.picture(b, firstTerminal, heal, bound)
+}
+
+// picture writes the heal as make demo draws it (test/timeline), one row
+// per cluster, to $BENCH_TIMELINE (make bench: heal-timeline-bench.svg in
+// the repository root) or a file in the temporary directory.
+func (r healRun) picture(b *testing.B, origin time.Time, heal, bound time.Duration) {
+	var rows []timeline.Row
+	for _, w := range r.ws {
+		rows = append(rows, timeline.Row{Name: w.name + "/" + name, Members: bench.TimelineMembers(w.rec.Events(), w.old, r.grantOf(w.name)), Healed: w.healed})
+	}
+	t := timeline.Timeline{
+		Title: fmt.Sprintf("make bench: %d EtcdClusters × %d members healed in %.1f s, %.2f × the bound (%d manager(s), limiter %g/s, burst %d)",
+			len(r.ws), members, heal.Seconds(), heal.Seconds()/bound.Seconds(), r.replicas, r.limiter.Rate, r.limiter.Burst),
+		Origin:    origin,
+		AxisLabel: fmt.Sprintf("seconds since the first member Pod was seen terminal (the reboot call: %.1f s)", r.t0.Sub(origin).Seconds()),
+		Rows:      rows,
+		Bound:     bound,
+	}
+	svg, err := timeline.SVG(t)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := os.Getenv("BENCH_TIMELINE")
+	if path == "" {
+		path = filepath.Join(os.TempDir(), "etcdfleet-heal-timeline-bench.svg")
+	}
+	if err := os.WriteFile(path, svg, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	bench.Logf(b, "heal picture: %s", path)
+}
+
+// grantOf finds the grant that let a member of cluster go: the last one
+// logged for it at or before its old Pod's delete, as breakdown does.
+func (r healRun) grantOf(cluster string) bench.GrantOf {
+	return func(member string, deleted time.Time) (time.Time, time.Duration, bool) {
+		var found *managerproc.Grant
+		for i := range r.grants {
+			g := &r.grants[i]
+			if g.Cluster == cluster && g.Namespace == ns && g.Member == member && !g.At.After(deleted) {
+				found = g
+			}
+		}
+		if found == nil {
+			return time.Time{}, 0, false
+		}
+		return found.At, found.Waited, true
+	}
 }
 
 // breakdown splits each replacement at its grant: the last grant logged

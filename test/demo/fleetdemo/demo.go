@@ -2,6 +2,7 @@ package fleetdemo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	"github.com/etcdfleet/etcdfleet/fleet/ctl"
 	"github.com/etcdfleet/etcdfleet/fleet/settings"
+	"github.com/etcdfleet/etcdfleet/test/bench"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/kubelet"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
@@ -36,20 +38,49 @@ type Options struct {
 	SandboxOnly bool
 	// HealTimeout bounds the wait for the fleet to heal.
 	HealTimeout time.Duration
+	// Outage is how long each rebooted Node stays down.
+	Outage time.Duration
+	// Backups runs the backup part after the heal.
+	Backups bool
+	// TimelinePath is where the heal's picture is written.
+	TimelinePath string
+	// Grants, installed in the manager's logger (GrantLog.Sink), gives
+	// the picture its "waiting for the limiter" spans; nil leaves them
+	// out (a member is terminal until its Pod is deleted).
+	Grants *GrantLog
+}
+
+// Result is what a run saw, for tests.
+type Result struct {
+	// Healed is the reboot call → every EtcdCluster healthy and every
+	// member Pod replaced and Ready.
+	Healed time.Duration
+	// Views is every row the live view computed, with the Pod list each
+	// came from; HealPods the Pod watch events of the heal, by workload
+	// cluster, from just before the reboot.
+	Views    []ViewRecord
+	HealPods map[string][]bench.PodEvent
 }
 
 // DefaultOptions: 3 workload clusters × 2 EtcdClusters × 3 members, the
 // manager's default limiter.
 func DefaultOptions() Options {
 	d := settings.Default()
-	return Options{Clusters: 3, EtcdClustersPer: 2, Keys: 100, Rate: d.Limiter.Rate, Burst: d.Limiter.Burst, HealTimeout: 5 * time.Minute}
+	return Options{Clusters: 3, EtcdClustersPer: 2, Keys: 100, Rate: d.Limiter.Rate, Burst: d.Limiter.Burst, HealTimeout: 5 * time.Minute,
+		Outage: 2 * time.Second, Backups: true, TimelinePath: "heal-timeline.svg"}
 }
 
 // Namespace is where registration Secrets live in the demo.
 const Namespace = "etcdfleet-system"
 
 // Run runs the demo, printing to out.
-func Run(ctx context.Context, out io.Writer, o Options) error {
+func Run(ctx context.Context, out io.Writer, o Options) (*Result, error) {
+	res := &Result{}
+	err := run(ctx, out, o, res)
+	return res, err
+}
+
+func run(ctx context.Context, out io.Writer, o Options, res *Result) error {
 	start := time.Now()
 	names := []string{"mgmt"}
 	for i := 1; i <= o.Clusters; i++ {
@@ -66,6 +97,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
+	defer func() { res.Views = d.views }()
 	if o.SandboxOnly {
 		return d.keep(ctx)
 	}
@@ -90,27 +122,62 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	d.kubectl("get", "fleetclusters", "-n", Namespace)
 	before := d.replacements(ctx)
 	fmt.Fprintf(out, "\n==> rebooting every node of every cluster at once (graceful node shutdown: Pods left Failed or Succeeded)\n")
-	rebootAt := time.Now()
-	if err := f.RebootAll(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: 2 * time.Second}); err != nil {
+	stopRec, err := d.recordPods(ctx)
+	if err != nil {
 		return err
 	}
-	if err := d.waitHealed(ctx, "heal", d.terminalPods); err != nil {
+	defer stopRec()
+	rebootAt := time.Now()
+	// The live view starts with the reboot: RebootAll stops each Node
+	// gracefully, one after another, and returns when the last one is
+	// down, by when the first clusters are already healing.
+	rebooted := make(chan error, 1)
+	go func() {
+		rebooted <- f.RebootAll(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: o.Outage})
+	}()
+	var rebootDone bool
+	var rebootErr error
+	healedOrFailed := func() bool {
+		if !rebootDone {
+			select {
+			case rebootErr = <-rebooted:
+				rebootDone = true
+			default:
+			}
+		}
+		return rebootDone && (rebootErr != nil || d.replaced())
+	}
+	err = d.waitHealed(ctx, "heal", healedOrFailed)
+	if !rebootDone {
+		rebootErr = <-rebooted
+	}
+	if err = errors.Join(rebootErr, err); err != nil {
 		return err
 	}
 	healed := time.Since(rebootAt)
+	res.Healed = healed
+	res.HealPods = map[string][]bench.PodEvent{}
+	for w, r := range d.recs {
+		res.HealPods[w] = r.rec.Events()
+	}
+	if err := d.writePicture(d.timeline(rebootAt, healed)); err != nil {
+		return err
+	}
 	if err := d.verifyKeys(ctx); err != nil {
 		return err
 	}
 	d.waitDashboard(ctx, d.report(ctx, healed, before))
 	d.kubectl("get", "fleetclusters", "-n", Namespace)
 	d.kubectl("get", "fleet")
-	stopS3, err := d.backUp(ctx)
-	if err != nil {
-		return err
+	if o.Backups {
+		stopS3, err := d.backUp(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopS3()
+		d.waitDashboardBackups(ctx)
+		d.kubectl("get", "fleetclusters", "-n", Namespace)
 	}
-	defer stopS3()
-	d.waitDashboardBackups(ctx)
-	d.kubectl("get", "fleetclusters", "-n", Namespace)
 	fmt.Fprintf(out, "\n==> every key verified; demo done in %s\n", time.Since(start).Round(time.Second))
 	if o.Keep {
 		return d.keep(ctx)

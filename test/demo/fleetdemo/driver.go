@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,7 +18,6 @@ import (
 	fleetv1 "github.com/etcdfleet/etcdfleet/fleet/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/fleet/app"
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
-	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
@@ -35,12 +33,15 @@ type driver struct {
 	clients        map[string]client.Client
 	fleet          *app.Fleet
 	mgmtKubeconfig string
-	podsBefore     map[string]map[string]types.UID // cluster -> pod -> UID at reboot
-	lastProgress   string
+	recs           map[string]*recording // by workload cluster, from before the reboot
+	view           *liveView
+	wasHealthy     map[string]bool // the live view's clusters ever healthy
+	views          []ViewRecord
+	listErr        map[string]string // by workload cluster, the last list error said
 }
 
 func newDriver(f *sandbox.Fleet, o Options, out io.Writer) (*driver, error) {
-	d := &driver{f: f, o: o, out: out, clients: map[string]client.Client{}}
+	d := &driver{f: f, o: o, out: out, clients: map[string]client.Client{}, view: newLiveView(out), wasHealthy: map[string]bool{}, listErr: map[string]string{}}
 	for _, c := range f.Clusters() {
 		if c.Name == "mgmt" {
 			continue
@@ -74,14 +75,19 @@ func (d *driver) createEtcdClusters(ctx context.Context) error {
 	return nil
 }
 
-// progress is one line per workload cluster: etcd clusters available and
-// members ready, both counted from the Pods as the apiserver has them now.
-// EtcdCluster status lags the Pods by a reconcile, so a table read from it
-// alone showed a fleet healthy while its Pods were still down: a member
-// counts once its Pod runs and is Ready, and a cluster once a quorum of
-// its members does and its status agrees.
-func (d *driver) progress(ctx context.Context) (string, bool) {
-	var b strings.Builder
+// ViewRecord is one workload cluster's rows of the live view, and the
+// resourceVersion of the Pod list they were computed from, kept so that a
+// test can check each row against the apiserver's own watch.
+type ViewRecord struct {
+	Phase, Workload string
+	PodsRV          string
+	Rows            []clusterView
+}
+
+// observe lists every workload cluster's EtcdClusters and Pods and returns
+// the live view's rows, and whether every EtcdCluster is healthy.
+func (d *driver) observe(ctx context.Context, phase string) ([]clusterView, bool) {
+	var all []clusterView
 	done := true
 	for _, w := range d.workloads {
 		var list etcdv1.EtcdClusterList
@@ -91,45 +97,46 @@ func (d *driver) progress(ctx context.Context) (string, bool) {
 			err = d.clients[w.Name].List(ctx, &pods, client.InNamespace(etcdNamespace))
 		}
 		if err != nil {
-			fmt.Fprintf(&b, "  %s: %v\n", w.Name, err)
+			// One failed read leaves the rows as last shown; the next
+			// poll tries again. Said once per new error.
+			if msg := err.Error(); d.listErr[w.Name] != msg {
+				d.view.say(fmt.Sprintf("[%s] %s: %v", phase, w.Name, err))
+				d.listErr[w.Name] = msg
+			}
 			done = false
 			continue
 		}
-		readyOf := map[string]int32{}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.DeletionTimestamp == nil && !pod.IsTerminal(p) && pod.IsReady(p) {
-				readyOf[p.Labels[etcdv1.LabelCluster]]++
+		delete(d.listErr, w.Name)
+		rows := viewOf(w.Name, list.Items, pods.Items, d.wasHealthy)
+		d.views = append(d.views, ViewRecord{Phase: phase, Workload: w.Name, PodsRV: pods.ResourceVersion, Rows: rows})
+		healthyN := 0
+		for _, r := range rows {
+			if r.State == healthy {
+				healthyN++
 			}
 		}
-		avail, ready, want := 0, int32(0), int32(0)
-		for i := range list.Items {
-			ec := &list.Items[i]
-			n, replicas := readyOf[ec.Name], *ec.Spec.Replicas
-			if n >= replicas/2+1 && e2eutil.Available(ec) {
-				avail++
-			}
-			ready += min(n, replicas)
-			want += replicas
-		}
-		done = done && avail == d.o.EtcdClustersPer
-		fmt.Fprintf(&b, "  %s: etcd clusters available %d/%d, members ready %d/%d\n", w.Name, avail, d.o.EtcdClustersPer, ready, want)
+		done = done && healthyN == d.o.EtcdClustersPer && len(rows) == d.o.EtcdClustersPer
+		all = append(all, rows...)
 	}
-	return b.String(), done
+	return all, done
 }
 
-// waitHealed prints progress whenever it changes until every EtcdCluster is
-// Available and extra (if any) agrees.
-func (d *driver) waitHealed(ctx context.Context, what string, extra func(context.Context) bool) error {
+// waitHealed shows the live view every 250 ms until every
+// EtcdCluster is healthy and extra (if any) agrees.
+func (d *driver) waitHealed(ctx context.Context, what string, extra func() bool) error {
 	start := time.Now()
 	deadline := time.After(d.o.HealTimeout)
+	defer d.view.done()
 	for {
-		line, done := d.progress(ctx)
-		if line != d.lastProgress {
-			fmt.Fprintf(d.out, "[%s +%5.1fs]\n%s", what, time.Since(start).Seconds(), line)
-			d.lastProgress = line
+		rows, done := d.observe(ctx, what)
+		note := ""
+		if d.fleet != nil {
+			if st := d.fleet.Limiter.Snapshot(); st.Waiting > 0 || what == "heal" {
+				note = fmt.Sprintf("limiter: %d waiting, %.1f tokens", st.Waiting, st.TokensAvailable)
+			}
 		}
-		if done && (extra == nil || !extra(ctx)) {
+		d.view.show(what, time.Since(start), rows, note)
+		if done && (extra == nil || extra()) {
 			return nil
 		}
 		select {
@@ -137,37 +144,16 @@ func (d *driver) waitHealed(ctx context.Context, what string, extra func(context
 			return ctx.Err()
 		case <-deadline:
 			return fmt.Errorf("%s: not healed within %s", what, d.o.HealTimeout)
-		case <-time.After(500 * time.Millisecond):
+		// 250 ms: a replacement takes about a second on an idle
+		// machine, and a view should see most of its steps; two lists
+		// per workload cluster each time are cheap.
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// terminalPods reports whether any member Pod is still the one the reboot
-// left behind (same UID) or not yet Ready.
-func (d *driver) terminalPods(ctx context.Context) bool {
-	for _, w := range d.workloads {
-		var pods corev1.PodList
-		if err := d.clients[w.Name].List(ctx, &pods, client.InNamespace(etcdNamespace)); err != nil {
-			return true
-		}
-		now := map[string]types.UID{}
-		for _, p := range pods.Items {
-			if pod.IsReady(&p) {
-				now[p.Name] = p.UID
-			}
-		}
-		for name, uid := range d.podsBefore[w.Name] {
-			if got, ok := now[name]; !ok || got == uid {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (d *driver) writeKeys(ctx context.Context) error {
 	fmt.Fprintf(d.out, "==> writing %d keys to each etcd cluster (through port-forward)\n", d.o.Keys)
-	d.podsBefore = map[string]map[string]types.UID{}
 	return d.eachEtcd(ctx, func(w string, e *e2eutil.Etcd) error {
 		for i := 0; i < d.o.Keys; i++ {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -201,8 +187,7 @@ func (d *driver) verifyKeys(ctx context.Context) error {
 	})
 }
 
-// eachEtcd runs fn against every etcd cluster of every workload cluster,
-// and records member Pod UIDs on the way.
+// eachEtcd runs fn against every etcd cluster of every workload cluster.
 func (d *driver) eachEtcd(ctx context.Context, fn func(w string, e *e2eutil.Etcd) error) error {
 	for _, w := range d.workloads {
 		c := d.clients[w.Name]
@@ -216,16 +201,6 @@ func (d *driver) eachEtcd(ctx context.Context, fn func(w string, e *e2eutil.Etcd
 			e.Close()
 			if err != nil {
 				return fmt.Errorf("%s/%s: %w", w.Name, name, err)
-			}
-		}
-		if d.podsBefore != nil {
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, client.InNamespace(etcdNamespace)); err != nil {
-				return err
-			}
-			d.podsBefore[w.Name] = map[string]types.UID{}
-			for _, p := range pods.Items {
-				d.podsBefore[w.Name][p.Name] = p.UID
 			}
 		}
 	}
