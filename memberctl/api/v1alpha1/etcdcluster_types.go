@@ -193,7 +193,8 @@ type EtcdClusterSpec struct {
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty"`
 
-	// recovery allows an automatic restore after total loss (opt-in).
+	// recovery allows an automatic restore after total loss and a
+	// recovery from a survivor after a lost majority (both opt-in).
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
 

@@ -32,6 +32,41 @@ type RecoverySpec struct {
 	// a node-local volume comes back with its node. "0s" turns it off.
 	// +optional
 	NodeLossTimeout *metav1.Duration `json:"nodeLossTimeout,omitempty"`
+
+	// quorumLoss says what etcdfleet does when a majority of the members
+	// lost their data for good while one or more survive with theirs
+	// (Available=False, reason MajorityLost). Manual (the default) names
+	// the state and changes nothing: a person decides, and may ask for a
+	// recovery once with the annotation
+	// etcd.etcdfleet.io/recover-from-survivor. FromSurvivor recovers on its
+	// own: the surviving member with the highest raft index, then
+	// revision, becomes a new one-member cluster holding its data, and the
+	// others join it again as new members. Writes acknowledged by the lost
+	// members only are lost; everything the survivor holds is kept. It is
+	// refused (QuorumRecovery=False, reason SurvivorRecoveryRefused) while
+	// any member that is not provably lost does not answer: it may come
+	// back with newer data.
+	// +optional
+	// +kubebuilder:default=Manual
+	QuorumLoss QuorumLossPolicy `json:"quorumLoss,omitempty"`
+}
+
+// QuorumLossPolicy is spec.recovery.quorumLoss.
+// +kubebuilder:validation:Enum=Manual;FromSurvivor
+type QuorumLossPolicy string
+
+const (
+	// QuorumLossManual: a lost majority is named, and a person acts.
+	QuorumLossManual QuorumLossPolicy = "Manual"
+	// QuorumLossFromSurvivor: a lost majority is recovered from the
+	// survivor with the newest data.
+	QuorumLossFromSurvivor QuorumLossPolicy = "FromSurvivor"
+)
+
+// RecoversFromSurvivor reports whether spec.recovery.quorumLoss is
+// FromSurvivor.
+func (r *RecoverySpec) RecoversFromSurvivor() bool {
+	return r != nil && r.QuorumLoss == QuorumLossFromSurvivor
 }
 
 // DefaultMemoryNodeLossTimeout is spec.recovery.nodeLossTimeout of
@@ -161,4 +196,36 @@ const (
 	ReasonRestoringAfterTotalLoss = "RestoringAfterTotalLoss"
 	// ReasonRestoredAfterTotalLoss (False): the restored cluster formed.
 	ReasonRestoredAfterTotalLoss = "RestoredAfterTotalLoss"
+)
+
+// AnnotationRecoverFromSurvivor, set on an EtcdCluster, asks once for a
+// recovery from a survivor after a lost majority (MajorityLost), whatever
+// spec.recovery.quorumLoss says: its value is the EtcdMember to recover
+// from, or RecoverFromSurvivorAuto for the survivor with the newest data.
+// The same refusals apply as to quorumLoss FromSurvivor. The controller
+// removes the annotation once it has decided the recovery; one that does
+// not apply (the cluster has quorum) is left, and the QuorumRecovery
+// condition says why.
+const AnnotationRecoverFromSurvivor = GroupName + "/recover-from-survivor"
+
+// RecoverFromSurvivorAuto is the AnnotationRecoverFromSurvivor value that
+// lets the controller choose the survivor.
+const RecoverFromSurvivorAuto = "auto"
+
+// Recovery from a survivor: the QuorumRecovery condition of an EtcdCluster
+// and its reasons.
+const (
+	// ConditionQuorumRecovery is set while a majority is lost and a
+	// recovery from a survivor is asked for (spec.recovery.quorumLoss
+	// FromSurvivor, or the annotation): False while it is refused, True
+	// while it runs.
+	ConditionQuorumRecovery = "QuorumRecovery"
+	// ReasonSurvivorRecoveryRefused (False, and a Warning Event): the
+	// recovery would risk data that may come back, or cannot be done;
+	// the message says why and what to do. Nothing was changed.
+	ReasonSurvivorRecoveryRefused = "SurvivorRecoveryRefused"
+	// ReasonRecoveringFromSurvivor (True, and a Warning Event): the
+	// survivor was chosen; the message names it with its raft index and
+	// revision.
+	ReasonRecoveringFromSurvivor = "RecoveringFromSurvivor"
 )
