@@ -116,7 +116,7 @@ func snapshotsOf(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdClu
 // from due, so a reconcile on a cache that does not show it yet finds it
 // exists instead of starting a second one.
 func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdCluster, due time.Time) error {
-	loc := scheduledLocation(ec)
+	loc := Location(ec)
 	s := &v1alpha1.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due), Namespace: ec.Namespace,
 			Labels:      map[string]string{v1alpha1.LabelCluster: ec.Name, v1alpha1.LabelScheduled: "true"},
@@ -142,14 +142,15 @@ func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.Etcd
 	return nil
 }
 
-// scheduledLocation is where ec's scheduled snapshots go: spec.backup's
+// Location is where ec's scheduled snapshots (and a survivor's, see
+// etcdcluster) go: spec.backup's
 // location as a prefix, so that each snapshot gets its own object or file.
 // In a bucket the prefix goes on with <namespace>/<cluster>/<uid>/: a fleet
 // configured by template gives every cluster the same bucket and prefix,
 // and snapshot names (<cluster>-<time>) repeat across namespaces and
 // workload clusters, so without it two clusters would overwrite and prune
 // each other's objects. A claim is the cluster's own already.
-func scheduledLocation(ec *v1alpha1.EtcdCluster) v1alpha1.SnapshotLocation {
+func Location(ec *v1alpha1.EtcdCluster) v1alpha1.SnapshotLocation {
 	loc := *ec.Spec.Backup.Location.DeepCopy()
 	if loc.S3 != nil {
 		loc.S3.Key = asPrefix(loc.S3.Key) + ec.Namespace + "/" + ec.Name + "/" + string(ec.UID) + "/"

@@ -112,12 +112,18 @@ type RecoveredMember struct {
 	UID  types.UID `json:"uid"`
 }
 
-// RecoveryStatus is the last automatic restore after total loss. It is
+// RecoveryStatus is the last automatic restore after total loss, or
+// recovery from a survivor after a lost majority. It is
 // written, with the resourceVersion read, before anything is removed, so
 // a manager restarted mid-recovery resumes it and never restores twice.
 type RecoveryStatus struct {
 	// phase is Restoring until the restored seed formed the new cluster.
 	Phase RecoveryPhase `json:"phase"`
+	// fromSurvivor is the member whose data was restored, for a recovery
+	// from a survivor after a lost majority; empty for a restore after
+	// total loss.
+	// +optional
+	FromSurvivor string `json:"fromSurvivor,omitempty"`
 	// startedAt is when total loss was decided; completedAt when the new
 	// cluster formed.
 	StartedAt metav1.Time `json:"startedAt"`
@@ -228,4 +234,8 @@ const (
 	// survivor was chosen; the message names it with its raft index and
 	// revision.
 	ReasonRecoveringFromSurvivor = "RecoveringFromSurvivor"
+	// ReasonRecoveredFromSurvivor (False, and a Normal Event): the
+	// survivor's data formed the new cluster; status.recovery says what
+	// was restored.
+	ReasonRecoveredFromSurvivor = "RecoveredFromSurvivor"
 )
