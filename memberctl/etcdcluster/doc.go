@@ -132,7 +132,8 @@
 // (SurvivorRecovery) and decideRecovery writes status.recovery with
 // fromSurvivor, after which the total-loss path above removes every old
 // member and restores the seed from the survivor's snapshot; the
-// annotation is removed. Snapshot and restore rather than
+// annotation's value is recorded in status.recoverFromSurvivorHandled
+// (an EtcdCluster's spec and metadata are never written), which spends it. Snapshot and restore rather than
 // --force-new-cluster: see survivor.go.
 //
 // Events: MemberCreated, MemberAdded, MemberPromoted, ScalingUp,

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -42,6 +41,9 @@ const requeueSurvivorSnapshot = 5 * requeueStale
 // is asked for; done is true while it runs (no membership step then).
 func (p *pass) onMajorityLoss(ctx context.Context) (ctrl.Result, bool, error) {
 	requested := p.ec.Annotations[v1alpha1.AnnotationRecoverFromSurvivor]
+	if requested == p.ec.Status.RecoverFromSurvivorHandled {
+		requested = "" // spent on an earlier recovery
+	}
 	if !p.ec.Spec.Recovery.RecoversFromSurvivor() && requested == "" {
 		p.clearQuorumRecovery()
 		return ctrl.Result{}, false, nil
@@ -91,6 +93,10 @@ func (p *pass) onMajorityLoss(ctx context.Context) (ctrl.Result, bool, error) {
 		return ctrl.Result{RequeueAfter: grant.Delay}, true, nil
 	}
 	prev := p.ec.Status.ClusterID
+	if requested != "" {
+		// Written with the decision: the ask is spent with it.
+		p.ec.Status.RecoverFromSurvivorHandled = requested
+	}
 	r, err := p.decideRecovery(ctx, snap, survivor.Name)
 	if err != nil {
 		grant.Cancel()
@@ -99,7 +105,7 @@ func (p *pass) onMajorityLoss(ctx context.Context) (ctrl.Result, bool, error) {
 	p.event(corev1.EventTypeWarning, v1alpha1.ReasonRecoveringFromSurvivor,
 		"etcd cluster %s lost a majority for good (%s); recovering from survivor %s: restoring %s as a new cluster, "+
 			"then adding the other members back one at a time. %s", prev, p.majorityLost, who, describeSource(r), describeLoss(r))
-	return ctrl.Result{RequeueAfter: requeueStale}, true, p.dropRecoverAnnotation(ctx)
+	return ctrl.Result{RequeueAfter: requeueStale}, true, nil
 }
 
 // survivorSnapshotName is the EtcdSnapshot of a survivor: derived from
@@ -173,18 +179,4 @@ func (p *pass) clearQuorumRecovery() {
 	if c != nil && c.Reason != v1alpha1.ReasonRecoveredFromSurvivor {
 		apimeta.RemoveStatusCondition(&p.ec.Status.Conditions, v1alpha1.ConditionQuorumRecovery)
 	}
-}
-
-// dropRecoverAnnotation removes the one-shot annotation once the recovery
-// it asked for is decided, so that it never applies to a later incident.
-func (p *pass) dropRecoverAnnotation(ctx context.Context) error {
-	if _, ok := p.ec.Annotations[v1alpha1.AnnotationRecoverFromSurvivor]; !ok {
-		return nil
-	}
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, v1alpha1.AnnotationRecoverFromSurvivor))
-	ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: p.ec.Namespace, Name: p.ec.Name}}
-	if err := p.cl.Client.Patch(ctx, ec, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("remove annotation %s: %w", v1alpha1.AnnotationRecoverFromSurvivor, err)
-	}
-	return nil
 }

@@ -164,12 +164,28 @@ var _ = Describe("recovery from a survivor", func() {
 		Expect(st.Recovery.Source.SnapshotName).To(Equal(s.Name))
 		Expect(st.Recovery.ReplacedMembers).To(HaveLen(3), "the survivor goes too: its data is in the snapshot")
 		Expect(st.ClusterID).To(BeEmpty())
-		Expect(h.get(ec).Annotations).NotTo(HaveKey(v1alpha1.AnnotationRecoverFromSurvivor), "the one-shot ask is spent")
+		Expect(st.RecoverFromSurvivorHandled).To(Equal(v1alpha1.RecoverFromSurvivorAuto), "the one-shot ask is spent")
 		Expect(h.events.All()).To(ContainElement(ContainSubstring(v1alpha1.ReasonRecoveringFromSurvivor)))
 		for _, m := range h.members() {
 			Expect(m.DeletionTimestamp).NotTo(BeNil(), "member %s is removed", m.Name)
 		}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: s.Name}, &v1alpha1.EtcdSnapshot{})).To(Succeed())
+	})
+
+	It("does not act again on an annotation value already spent", func() {
+		ec, _ := majorityLost(nil, backup, false)
+		h.reconcile(ec)
+		cur := h.get(ec)
+		cur.Status.RecoverFromSurvivorHandled = "auto"
+		Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
+		cur = h.get(ec)
+		cur.Annotations = map[string]string{v1alpha1.AnnotationRecoverFromSurvivor: "auto"}
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		h.reconcile(ec)
+		h.reconcile(ec)
+		Expect(condition(ec, v1alpha1.ConditionQuorumRecovery)).To(BeNil())
+		Expect(survivorSnapshots()).To(BeEmpty())
+		nothingTouched(ec)
 	})
 
 	It("refuses a survivor's snapshot older than the survivor's data", func() {

@@ -43,8 +43,8 @@ type survivorDecision struct {
 }
 
 // chooseSurvivor picks the member to recover a lost majority from.
-// requested is the annotation's value ("" or RecoverFromSurvivorAuto to
-// let it choose). hasLocation: the cluster has somewhere to put the
+// requested is the annotation's value: a survivor's name, or "",
+// RecoverFromSurvivorAuto or "auto-<anything>" to let it choose. hasLocation: the cluster has somewhere to put the
 // survivor's snapshot (spec.backup.location).
 //
 // It refuses, changing nothing, when:
@@ -80,12 +80,12 @@ func chooseSurvivor(requested string, reports []survivorReport, hasLocation bool
 		return survivorDecision{refused: "spec.backup.location is not set: the survivor's snapshot needs somewhere " +
 			"to be stored before any member is removed"}
 	}
-	if requested != "" && requested != v1alpha1.RecoverFromSurvivorAuto {
-		for _, r := range answered {
-			if r.name == requested {
-				return survivorDecision{survivor: r}
-			}
+	for _, r := range answered {
+		if r.name == requested {
+			return survivorDecision{survivor: r}
 		}
+	}
+	if requested != "" && requested != v1alpha1.RecoverFromSurvivorAuto && !strings.HasPrefix(requested, v1alpha1.RecoverFromSurvivorAuto+"-") {
 		names := make([]string, len(answered))
 		for i, r := range answered {
 			names[i] = r.name

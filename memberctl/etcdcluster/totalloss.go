@@ -35,13 +35,6 @@ import (
 func (p *pass) recover(ctx context.Context) (res ctrl.Result, done bool, err error) {
 	st := &p.ec.Status
 	if st.Recovery != nil && st.Recovery.Phase == v1alpha1.RecoveryRestoring {
-		if st.Recovery.FromSurvivor != "" {
-			// Decided: the one-shot ask is spent (again, if removing it
-			// failed right after the decision).
-			if err := p.dropRecoverAnnotation(ctx); err != nil {
-				return ctrl.Result{}, true, err
-			}
-		}
 		return p.removeLost(ctx)
 	}
 	if st.ClusterID == "" || !p.etcd.tried || p.etcd.ok {

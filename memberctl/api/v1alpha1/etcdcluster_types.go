@@ -292,6 +292,13 @@ type EtcdClusterStatus struct {
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
 	// +optional
 	LastObserved *ObservedRevision `json:"lastObserved,omitempty"`
+	// recoverFromSurvivorHandled is the value of the annotation
+	// etcd.etcdfleet.io/recover-from-survivor last acted on: the
+	// annotation asks again only with another value. (etcdfleet never
+	// writes an EtcdCluster but its status, so it cannot remove the
+	// annotation.)
+	// +optional
+	RecoverFromSurvivorHandled string `json:"recoverFromSurvivorHandled,omitempty"`
 
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

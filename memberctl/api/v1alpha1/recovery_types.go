@@ -207,15 +207,16 @@ const (
 // AnnotationRecoverFromSurvivor, set on an EtcdCluster, asks once for a
 // recovery from a survivor after a lost majority (MajorityLost), whatever
 // spec.recovery.quorumLoss says: its value is the EtcdMember to recover
-// from, or RecoverFromSurvivorAuto for the survivor with the newest data.
-// The same refusals apply as to quorumLoss FromSurvivor. The controller
-// removes the annotation once it has decided the recovery; one that does
-// not apply (the cluster has quorum) is left, and the QuorumRecovery
-// condition says why.
+// from, or RecoverFromSurvivorAuto (or "auto-" and any suffix) for the
+// survivor with the newest data. The same refusals apply as to quorumLoss
+// FromSurvivor. Once a recovery is decided on it, its value is recorded
+// in status.recoverFromSurvivorHandled and it asks nothing more: a later
+// incident needs another value (auto-2, ...). While the cluster has
+// quorum it does nothing.
 const AnnotationRecoverFromSurvivor = GroupName + "/recover-from-survivor"
 
 // RecoverFromSurvivorAuto is the AnnotationRecoverFromSurvivor value that
-// lets the controller choose the survivor.
+// lets the controller choose the survivor; "auto-" and any suffix does too.
 const RecoverFromSurvivorAuto = "auto"
 
 // Recovery from a survivor: the QuorumRecovery condition of an EtcdCluster
