@@ -78,6 +78,13 @@ func (p *pass) onMajorityLoss(ctx context.Context) (ctrl.Result, bool, error) {
 			"of the survivor's data now. Delete it to take a new one", snap.Name, snap.Status.Artifact.Revision, who))
 		return ctrl.Result{RequeueAfter: requeueUnreachable}, false, nil
 	}
+	return p.decideFromSurvivor(ctx, snap, survivor, who, requested)
+}
+
+// decideFromSurvivor asks the gate, then writes the decision to restore
+// the survivor's stored snapshot, spending the annotation's ask with it.
+func (p *pass) decideFromSurvivor(ctx context.Context, snap *v1alpha1.EtcdSnapshot, survivor *v1alpha1.EtcdMember,
+	who, requested string) (ctrl.Result, bool, error) {
 	if p.cl.IsPaused() {
 		p.recoveringFromSurvivor("the survivor's snapshot is stored; the recovery waits: destructive actions are paused for this workload cluster")
 		return ctrl.Result{RequeueAfter: requeueMembers}, true, nil
