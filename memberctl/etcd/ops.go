@@ -50,6 +50,10 @@ type Status struct {
 	QuotaBytes int64
 	// RaftAppliedIndex is the last raft entry the member applied.
 	RaftAppliedIndex uint64
+	// RaftIndex is the last raft entry the member knows committed; of
+	// two members without quorum, the one with the higher index saw more
+	// of the log.
+	RaftIndex uint64
 	// Alarms are the cluster's active alarms as this member knows them.
 	Alarms []Alarm
 }
@@ -167,7 +171,7 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
 		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision,
 		DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse, QuotaBytes: resp.DbSizeQuota, RaftAppliedIndex: resp.RaftAppliedIndex,
-		Alarms: alarmsOf(resp.Errors)}, nil
+		RaftIndex: resp.RaftIndex, Alarms: alarmsOf(resp.Errors)}, nil
 }
 
 // MoveLeader implements Interface. The client's own MoveLeader goes to

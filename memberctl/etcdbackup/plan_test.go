@@ -184,7 +184,7 @@ func TestScheduledKeysAreEachClustersOwn(t *testing.T) {
 		"team/main in w1": cluster("team", "uid-w1b", "daily"), "etcd/main, no prefix": cluster("etcd", "uid-w3", ""),
 	} {
 		s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due)},
-			Spec: v1alpha1.EtcdSnapshotSpec{Location: scheduledLocation(ec)}}
+			Spec: v1alpha1.EtcdSnapshotSpec{Location: Location(ec)}}
 		key := etcdsnapshot.ObjectKey(s)
 		if other, ok := keys[key]; ok {
 			t.Errorf("%s and %s share the object %s", what, other, key)

@@ -117,7 +117,7 @@ func snapshotsOf(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdClu
 // from due, so a reconcile on a cache that does not show it yet finds it
 // exists instead of starting a second one.
 func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdCluster, due time.Time) error {
-	loc := scheduledLocation(ec)
+	loc := Location(ec)
 	s := &v1alpha1.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due), Namespace: ec.Namespace,
 			Labels:      map[string]string{v1alpha1.LabelCluster: ec.Name, v1alpha1.LabelScheduled: "true"},
@@ -143,14 +143,15 @@ func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.Etcd
 	return nil
 }
 
-// scheduledLocation is where ec's scheduled snapshots go: spec.backup's
+// Location is where ec's scheduled snapshots (and a survivor's, see
+// etcdcluster) go: spec.backup's
 // location as a prefix, so that each snapshot gets its own object or file.
 // In a bucket the prefix goes on with <namespace>/<cluster>/<uid>/: a fleet
 // configured by template gives every cluster the same bucket and prefix,
 // and snapshot names (<cluster>-<time>) repeat across namespaces and
 // workload clusters, so without it two clusters would overwrite and prune
 // each other's objects. A claim is the cluster's own already.
-func scheduledLocation(ec *v1alpha1.EtcdCluster) v1alpha1.SnapshotLocation {
+func Location(ec *v1alpha1.EtcdCluster) v1alpha1.SnapshotLocation {
 	loc := *ec.Spec.Backup.Location.DeepCopy()
 	if loc.S3 != nil {
 		loc.S3.Key = asPrefix(loc.S3.Key) + ec.Namespace + "/" + ec.Name + "/" + string(ec.UID) + "/"
@@ -199,7 +200,7 @@ func writeStatus(ctx context.Context, cl *workload.Cluster, orig, ec *v1alpha1.E
 }
 
 // NewSnapshot is an EtcdSnapshot of ec named name, stored where spec.backup
-// stores its scheduled ones (scheduledLocation) and owned like them
+// stores its scheduled ones (Location) and owned like them
 // (deletionPolicy Delete with the cleanup finalizer, a controller reference
 // that does not block the cluster's deletion), but not labelled scheduled:
 // retention never prunes it and the schedule does not wait on it. The
@@ -209,7 +210,7 @@ func NewSnapshot(ec *v1alpha1.EtcdCluster, name string, scheme *runtime.Scheme) 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ec.Namespace,
 			Labels:     map[string]string{v1alpha1.LabelCluster: ec.Name},
 			Finalizers: []string{v1alpha1.FinalizerSnapshotCleanup}},
-		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: ec.Name}, Location: scheduledLocation(ec),
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: ec.Name}, Location: Location(ec),
 			DeletionPolicy: v1alpha1.DeletionDelete},
 	}
 	if err := controllerutil.SetControllerReference(ec, s, scheme); err != nil {

@@ -129,14 +129,33 @@
 // RestoredAfterTotalLoss Event. For opted-in clusters status.lastObserved
 // keeps the newest revision seen (one Status call, at most every 30 s).
 //
+// Recovery from a survivor (majority.go, survivor.go, quorumloss.go):
+// when etcd does not answer and a majority of the members is proven lost
+// while some are not, Available=False MajorityLost names it. With
+// spec.recovery.quorumLoss FromSurvivor, or the one-shot annotation
+// etcd.etcdfleet.io/recover-from-survivor, chooseSurvivor picks the
+// answering survivor with the highest raft index, then revision (or the
+// one named), and refuses while any member that is not proven lost is
+// silent, or without spec.backup.location (QuorumRecovery=False
+// SurvivorRecoveryRefused, Warning Event, nothing touched). Otherwise an
+// EtcdSnapshot of that member alone (spec.memberName) is taken; once it
+// is Complete and holds the survivor's revision, the gate is asked
+// (SurvivorRecovery) and decideRecovery writes status.recovery with
+// fromSurvivor, after which the total-loss path above removes every old
+// member and restores the seed from the survivor's snapshot; the
+// annotation's value is recorded in status.recoverFromSurvivorHandled
+// (an EtcdCluster's spec and metadata are never written), which spends it. Snapshot and restore rather than
+// --force-new-cluster: see survivor.go.
+//
 // Events: MemberCreated, MemberAdded, MemberPromoted, ScalingUp,
 // ScalingDown, MemberDormant, MemberResumed, ClusterIDLatched,
 // DeadlineExceeded, BootstrapFailed, ClusterUnreachable, AddLearnerFailed,
 // PromoteFailed, MemberRemovalDone, RestoreNotEnabled, NoSnapshot,
 // NoVerifiedSnapshot,
-// RestoringAfterTotalLoss, RestoredAfterTotalLoss, UpgradeBlocked,
-// RollingMember, LeaderMoved, Upgraded, Rolled, PreRollSnapshot,
-// PreRollSnapshotFailed.
+// RestoringAfterTotalLoss, RestoredAfterTotalLoss, MajorityLost,
+// SurvivorRecoveryRefused, RecoveringFromSurvivor, RecoveredFromSurvivor,
+// UpgradeBlocked, RollingMember, LeaderMoved, Upgraded, Rolled,
+// PreRollSnapshot, PreRollSnapshotFailed.
 //
 // # Trade-offs
 //

@@ -24,21 +24,38 @@ func (p *pass) majorityLoss(ctx context.Context, total int, proofs []string, sur
 	if etcd.HasQuorum(len(survivors), total) {
 		return // the survivors are a majority: quorum may come back with them
 	}
-	revs := p.survivorRevisions(ctx, survivors)
+	statuses := p.survivorStatuses(ctx, survivors)
+	revs := map[string]int64{}
+	p.majority = &majorityState{survivors: survivors}
+	for i, m := range survivors {
+		st, ok := statuses[m.Name]
+		if ok {
+			revs[m.Name] = st.Revision
+		}
+		p.majority.reports = append(p.majority.reports, survivorReport{name: m.Name, what: whats[i], answered: ok, status: st})
+	}
 	p.majorityLost = fmt.Sprintf("%d of %d members lost their data for good (%s); surviving: %s; quorum cannot return "+
 		"without them, and total-loss restore does not apply while a member may hold data: restore the cluster "+
-		"from a snapshot, or from the survivor with the newest revision (see docs/operations.md, Power loss)",
+		"from a snapshot, or recover from the survivor with the newest data (spec.recovery.quorumLoss FromSurvivor, "+
+		"or the annotation "+v1alpha1.AnnotationRecoverFromSurvivor+"; see docs/operations.md, Power loss)",
 		len(proofs), total, strings.Join(proofs, "; "), strings.Join(withRevisions(survivors, whats, revs), "; "))
 }
 
-// survivorRevisions asks each survivor for its revision, at once (each
-// call is bounded by etcd's status timeout). One that does not answer is
-// left out.
-func (p *pass) survivorRevisions(ctx context.Context, survivors []*v1alpha1.EtcdMember) map[string]int64 {
+// majorityState is what majorityLoss found: the members not provably
+// lost, and what each answered (for chooseSurvivor).
+type majorityState struct {
+	survivors []*v1alpha1.EtcdMember
+	reports   []survivorReport
+}
+
+// survivorStatuses asks each survivor for its status, at once (each call
+// is bounded by etcd's status timeout). One that does not answer is left
+// out.
+func (p *pass) survivorStatuses(ctx context.Context, survivors []*v1alpha1.EtcdMember) map[string]etcd.Status {
 	var (
 		mu  sync.Mutex
 		wg  sync.WaitGroup
-		out = map[string]int64{}
+		out = map[string]etcd.Status{}
 	)
 	for _, m := range survivors {
 		// The member alone: its own answer needs no quorum.
@@ -52,7 +69,7 @@ func (p *pass) survivorRevisions(ctx context.Context, survivors []*v1alpha1.Etcd
 				return
 			}
 			mu.Lock()
-			out[m.Name] = st.Revision
+			out[m.Name] = st
 			mu.Unlock()
 		})
 	}

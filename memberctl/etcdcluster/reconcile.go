@@ -89,6 +89,8 @@ type pass struct {
 	// majorityLost says which members are provably lost, a majority, and
 	// which survive, while etcd does not answer (majorityLoss).
 	majorityLost string
+	// majority is what majorityLoss found, for a recovery from a survivor.
+	majority *majorityState
 	// rollNote says what a version roll did or waits for in this pass.
 	rollNote string
 	// health paces observeHealth (the Reconciler's).

@@ -25,7 +25,7 @@ const observeRevisionEvery = 30 * time.Second
 // observeRevisionEvery, while etcd answers.
 func (p *pass) observeRevision(ctx context.Context) {
 	st := &p.ec.Status
-	if r := p.ec.Spec.Recovery; r == nil || !r.RestoreOnTotalLoss || !p.etcd.ok || st.ClusterID == "" {
+	if r := p.ec.Spec.Recovery; r == nil || !(r.RestoreOnTotalLoss || r.RecoversFromSurvivor()) || !p.etcd.ok || st.ClusterID == "" {
 		return
 	}
 	if st.LastObserved != nil && p.now.Sub(st.LastObserved.At.Time) < observeRevisionEvery {
@@ -71,6 +71,13 @@ func (p *pass) finishRecovery() {
 	r.Phase = v1alpha1.RecoveryRestored
 	r.ClusterID = p.ec.Status.ClusterID
 	r.CompletedAt = &metav1.Time{Time: p.now.Truncate(time.Second)}
+	if r.FromSurvivor != "" {
+		msg := fmt.Sprintf("recovered etcd cluster %s, which lost a majority, from survivor %s: restored %s as new etcd cluster %s",
+			r.PreviousClusterID, r.FromSurvivor, describeSource(r), r.ClusterID)
+		p.setCondition(v1alpha1.ConditionQuorumRecovery, metav1.ConditionFalse, v1alpha1.ReasonRecoveredFromSurvivor, msg)
+		p.event(corev1.EventTypeNormal, v1alpha1.ReasonRecoveredFromSurvivor, "%s", msg)
+		return
+	}
 	msg := fmt.Sprintf("restored %s as new etcd cluster %s after the total loss of cluster %s. %s",
 		describeSource(r), r.ClusterID, r.PreviousClusterID, describeLoss(r))
 	p.setCondition(v1alpha1.ConditionTotalLoss, metav1.ConditionFalse, v1alpha1.ReasonRestoredAfterTotalLoss, msg)

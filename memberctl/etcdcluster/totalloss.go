@@ -39,12 +39,18 @@ func (p *pass) recover(ctx context.Context) (res ctrl.Result, done bool, err err
 	}
 	if st.ClusterID == "" || !p.etcd.tried || p.etcd.ok {
 		p.clearTotalLoss()
+		p.clearQuorumRecovery()
 		return ctrl.Result{}, false, nil
 	}
 	lost, why, lostPhase, err := p.totalLoss(ctx)
+	if err == nil && !lost && p.majority != nil {
+		p.clearTotalLoss()
+		return p.onMajorityLoss(ctx)
+	}
 	if err != nil || !lost {
 		if err == nil {
 			p.clearTotalLoss()
+			p.clearQuorumRecovery()
 		}
 		return ctrl.Result{}, false, err
 	}
@@ -235,7 +241,7 @@ func (p *pass) onTotalLoss(ctx context.Context, why string) (ctrl.Result, bool, 
 		p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "every member's data is gone; waiting for the shared replacement rate limiter to restore")
 		return ctrl.Result{RequeueAfter: d.Delay}, true, nil
 	}
-	r, err := p.decideRecovery(ctx, snap)
+	r, err := p.decideRecovery(ctx, snap, "")
 	if err != nil {
 		d.Cancel()
 		return ctrl.Result{}, true, err
@@ -252,13 +258,18 @@ func (p *pass) onTotalLoss(ctx context.Context, why string) (ctrl.Result, bool, 
 // restored cluster gets a new ID. The write carries the resourceVersion
 // read: a conflict (a concurrent member replacement, another manager)
 // restores nothing, and the next pass decides again on fresh reads.
-func (p *pass) decideRecovery(ctx context.Context, snap *v1alpha1.EtcdSnapshot) (*v1alpha1.RecoveryStatus, error) {
+//
+// fromSurvivor names the survivor whose snapshot snap is, for a recovery
+// after a lost majority (quorumloss.go); the survivor is removed with the
+// others, its data being in snap.
+func (p *pass) decideRecovery(ctx context.Context, snap *v1alpha1.EtcdSnapshot, fromSurvivor string) (*v1alpha1.RecoveryStatus, error) {
 	ms, err := p.fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
 	st := &p.ec.Status
 	r := newRecovery(snap, st, p.now)
+	r.FromSurvivor = fromSurvivor
 	for _, m := range ms.all {
 		r.ReplacedMembers = append(r.ReplacedMembers, v1alpha1.RecoveredMember{Name: m.Name, UID: m.UID})
 	}
@@ -268,9 +279,15 @@ func (p *pass) decideRecovery(ctx context.Context, snap *v1alpha1.EtcdSnapshot) 
 	st.Replacing = nil
 	st.LastObserved = nil // kept in st.Recovery; the new cluster starts lower
 	st.ProgressDeadline = progressDeadline(p.ec, p.now)
-	p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "restoring "+describeSource(r))
-	p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRestoringAfterTotalLoss,
-		"removing the lost members, then restoring "+describeSource(r))
+	if fromSurvivor != "" {
+		msg := "removing the members of the lost cluster (survivor " + fromSurvivor + " too), then restoring " + describeSource(r)
+		p.setCondition(v1alpha1.ConditionQuorumRecovery, metav1.ConditionTrue, v1alpha1.ReasonRecoveringFromSurvivor, msg)
+		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRecoveringFromSurvivor, msg)
+	} else {
+		p.setTotalLoss(v1alpha1.ReasonRestoringAfterTotalLoss, "restoring "+describeSource(r))
+		p.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRestoringAfterTotalLoss,
+			"removing the lost members, then restoring "+describeSource(r))
+	}
 	if err := p.cl.Client.Status().Update(ctx, p.ec); err != nil {
 		return nil, fmt.Errorf("record the restore after total loss: %w", err)
 	}

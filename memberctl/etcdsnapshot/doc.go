@@ -41,6 +41,11 @@
 //     client certificate and the S3 credentials as Secret volumes, never as
 //     environment variables. It has no ServiceAccount token: the agent never
 //     talks to the apiserver.
+//   - With spec.memberName the Job dials that member alone and the agent
+//     reads its revision serializably (--single-member): a survivor of a
+//     lost majority has no leader to serve a linearizable read, and the
+//     snapshot comes from the same member. The snapshot waits
+//     (ClusterNotFound) while that member has no Pod.
 //   - The agent reports by its termination message: the Result as JSON, or
 //     its error. Once the Job is Complete or Failed the reconciler reads the
 //     newest Pod of that outcome straight from the apiserver (the cache may

@@ -113,7 +113,8 @@ func URI(s *v1alpha1.EtcdSnapshot) string {
 // members are the ones to dial (etcd.Select); the first one's TLS settings
 // are the cluster's.
 func BuildJob(s *v1alpha1.EtcdSnapshot, members []v1alpha1.EtcdMember, o Options) *batchv1.Job {
-	cfg := agent.Config{TerminationMessagePath: corev1.TerminationMessagePathDefault, Timeout: agent.DefaultTimeout}
+	cfg := agent.Config{TerminationMessagePath: corev1.TerminationMessagePathDefault, Timeout: agent.DefaultTimeout,
+		SingleMember: s.Spec.MemberName != ""}
 	for i := range members {
 		cfg.Endpoints = append(cfg.Endpoints, etcd.MemberClientURL(&members[i]))
 	}

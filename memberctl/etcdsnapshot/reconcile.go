@@ -115,8 +115,15 @@ func (st *run) createJob(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	members := etcd.Select(all, "")
+	if s.Spec.MemberName != "" {
+		members = onlyMember(all, s.Spec.MemberName)
+	}
 	if len(members) == 0 {
-		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonClusterNotFound, fmt.Sprintf("EtcdCluster %s has no running member yet", ec.Name))
+		msg := fmt.Sprintf("EtcdCluster %s has no running member yet", ec.Name)
+		if s.Spec.MemberName != "" {
+			msg = fmt.Sprintf("member %s of EtcdCluster %s has no Pod", s.Spec.MemberName, ec.Name)
+		}
+		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonClusterNotFound, msg)
 		return ctrl.Result{RequeueAfter: st.o.Requeue}, nil
 	}
 	res, cancel, ok := st.acquireSlot(ctx)
@@ -252,4 +259,14 @@ func (st *run) writeStatus(ctx context.Context) error {
 		return nil
 	}
 	return st.cl.Client.Status().Update(ctx, st.s)
+}
+
+// onlyMember is the member of spec.memberName, when it has a Pod to dial.
+func onlyMember(all []v1alpha1.EtcdMember, name string) []v1alpha1.EtcdMember {
+	for _, m := range all {
+		if m.Name == name && m.Status.PodName != "" && m.DeletionTimestamp == nil {
+			return []v1alpha1.EtcdMember{m}
+		}
+	}
+	return nil
 }

@@ -22,6 +22,11 @@ const (
 	// TotalLossRestore re-bootstraps an etcd cluster whose every member lost
 	// its data from a snapshot; Member is empty.
 	TotalLossRestore Action = "TotalLossRestore"
+	// SurvivorRecovery re-bootstraps an etcd cluster that lost a majority
+	// of its members for good from a snapshot of the survivor with the
+	// newest data, removing every old member (the survivor too); Member
+	// is the survivor.
+	SurvivorRecovery Action = "SurvivorRecovery"
 	// VersionRoll restarts a healthy member's Pod at another etcd version
 	// (a rolling upgrade): planned, not a heal. A PVC member's Pod is
 	// recreated on its claim with its member ID; a memory member is

@@ -46,6 +46,9 @@ type Etcd struct {
 	down      map[string]bool
 	// fail, when set, is returned by every call.
 	fail error
+	// noQuorum, when set, is returned by every call that needs a leader
+	// (SetNoQuorum).
+	noQuorum error
 	// promoteErrs are returned by the next Promote calls, in order.
 	promoteErrs []error
 	calls       []string
@@ -70,7 +73,7 @@ func New() *Etcd {
 }
 
 // SetHealth makes Status of member name report st's leader, database
-// sizes, quota, applied index and alarms (its ID, version and revision
+// sizes, quota, applied and raft index and alarms (its ID, version and revision
 // stay the fake's own).
 func (f *Etcd) SetHealth(name string, st etcd.Status) {
 	f.mu.Lock()
@@ -112,6 +115,24 @@ func (f *Etcd) ClusterID() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.clusterID
+}
+
+// SetNoQuorum makes the calls that need a leader (MemberList,
+// AddLearner, Promote, Remove, MoveLeader) fail with err, while Status
+// still answers for each member that is not down, as a member without
+// quorum does; nil ends that.
+func (f *Etcd) SetNoQuorum(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noQuorum = err
+}
+
+// leaderErr is the error of a call that needs a leader.
+func (f *Etcd) leaderErr() error {
+	if f.fail != nil {
+		return f.fail
+	}
+	return f.noQuorum
 }
 
 // SetFail makes every call fail with err; nil ends that.
@@ -220,8 +241,8 @@ func (f *Etcd) MemberList(_ context.Context, t etcd.Target) (uint64, []etcd.Memb
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("MemberList %d", len(t.Endpoints))
-	if f.fail != nil {
-		return 0, nil, f.fail
+	if err := f.leaderErr(); err != nil {
+		return 0, nil, err
 	}
 	return f.clusterID, f.list(), nil
 }
@@ -231,8 +252,8 @@ func (f *Etcd) AddLearner(_ context.Context, _ etcd.Target, peerURL string) (etc
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("AddLearner %s", peerURL)
-	if f.fail != nil {
-		return etcd.Member{}, nil, f.fail
+	if err := f.leaderErr(); err != nil {
+		return etcd.Member{}, nil, err
 	}
 	f.nextID++
 	m := etcd.Member{ID: f.nextID, PeerURLs: []string{peerURL}, IsLearner: true}
@@ -246,8 +267,8 @@ func (f *Etcd) Promote(_ context.Context, _ etcd.Target, id uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Promote %016x", id)
-	if f.fail != nil {
-		return f.fail
+	if err := f.leaderErr(); err != nil {
+		return err
 	}
 	if len(f.promoteErrs) > 0 {
 		err := f.promoteErrs[0]
@@ -270,8 +291,8 @@ func (f *Etcd) Remove(_ context.Context, _ etcd.Target, id uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Remove %016x", id)
-	if f.fail != nil {
-		return f.fail
+	if err := f.leaderErr(); err != nil {
+		return err
 	}
 	for i := range f.members {
 		if f.members[i].ID == id {
@@ -339,8 +360,8 @@ func (f *Etcd) MoveLeader(_ context.Context, _ etcd.Target, leaderEndpoint strin
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("MoveLeader %016x", to)
-	if f.fail != nil {
-		return f.fail
+	if err := f.leaderErr(); err != nil {
+		return err
 	}
 	name := memberName(leaderEndpoint)
 	lead := f.leaderLocked()

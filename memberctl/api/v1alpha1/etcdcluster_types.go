@@ -197,7 +197,8 @@ type EtcdClusterSpec struct {
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty"`
 
-	// recovery allows an automatic restore after total loss (opt-in).
+	// recovery allows an automatic restore after total loss and a
+	// recovery from a survivor after a lost majority (both opt-in).
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
 
@@ -295,6 +296,13 @@ type EtcdClusterStatus struct {
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
 	// +optional
 	LastObserved *ObservedRevision `json:"lastObserved,omitempty"`
+	// recoverFromSurvivorHandled is the value of the annotation
+	// etcd.etcdfleet.io/recover-from-survivor last acted on: the
+	// annotation asks again only with another value. (etcdfleet never
+	// writes an EtcdCluster but its status, so it cannot remove the
+	// annotation.)
+	// +optional
+	RecoverFromSurvivorHandled string `json:"recoverFromSurvivorHandled,omitempty"`
 
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -117,6 +117,16 @@ type EtcdSnapshotSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// memberName takes the snapshot from this EtcdMember of the cluster
+	// alone, reading its revision from it without asking for quorum, so
+	// that a member of a cluster that lost quorum can still be copied
+	// (the recovery from a survivor after a lost majority creates such
+	// snapshots). Unset: any member, with a linearizable read of the
+	// revision, which needs quorum.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	MemberName string `json:"memberName,omitempty"`
 }
 
 // SnapshotArtifact is a stored, verified snapshot.

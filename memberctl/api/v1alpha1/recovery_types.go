@@ -32,6 +32,41 @@ type RecoverySpec struct {
 	// a node-local volume comes back with its node. "0s" turns it off.
 	// +optional
 	NodeLossTimeout *metav1.Duration `json:"nodeLossTimeout,omitempty"`
+
+	// quorumLoss says what etcdfleet does when a majority of the members
+	// lost their data for good while one or more survive with theirs
+	// (Available=False, reason MajorityLost). Manual (the default) names
+	// the state and changes nothing: a person decides, and may ask for a
+	// recovery once with the annotation
+	// etcd.etcdfleet.io/recover-from-survivor. FromSurvivor recovers on its
+	// own: the surviving member with the highest raft index, then
+	// revision, becomes a new one-member cluster holding its data, and the
+	// others join it again as new members. Writes acknowledged by the lost
+	// members only are lost; everything the survivor holds is kept. It is
+	// refused (QuorumRecovery=False, reason SurvivorRecoveryRefused) while
+	// any member that is not provably lost does not answer: it may come
+	// back with newer data.
+	// +optional
+	// +kubebuilder:default=Manual
+	QuorumLoss QuorumLossPolicy `json:"quorumLoss,omitempty"`
+}
+
+// QuorumLossPolicy is spec.recovery.quorumLoss.
+// +kubebuilder:validation:Enum=Manual;FromSurvivor
+type QuorumLossPolicy string
+
+const (
+	// QuorumLossManual: a lost majority is named, and a person acts.
+	QuorumLossManual QuorumLossPolicy = "Manual"
+	// QuorumLossFromSurvivor: a lost majority is recovered from the
+	// survivor with the newest data.
+	QuorumLossFromSurvivor QuorumLossPolicy = "FromSurvivor"
+)
+
+// RecoversFromSurvivor reports whether spec.recovery.quorumLoss is
+// FromSurvivor.
+func (r *RecoverySpec) RecoversFromSurvivor() bool {
+	return r != nil && r.QuorumLoss == QuorumLossFromSurvivor
 }
 
 // DefaultMemoryNodeLossTimeout is spec.recovery.nodeLossTimeout of
@@ -77,12 +112,18 @@ type RecoveredMember struct {
 	UID  types.UID `json:"uid"`
 }
 
-// RecoveryStatus is the last automatic restore after total loss. It is
+// RecoveryStatus is the last automatic restore after total loss, or
+// recovery from a survivor after a lost majority. It is
 // written, with the resourceVersion read, before anything is removed, so
 // a manager restarted mid-recovery resumes it and never restores twice.
 type RecoveryStatus struct {
 	// phase is Restoring until the restored seed formed the new cluster.
 	Phase RecoveryPhase `json:"phase"`
+	// fromSurvivor is the member whose data was restored, for a recovery
+	// from a survivor after a lost majority; empty for a restore after
+	// total loss.
+	// +optional
+	FromSurvivor string `json:"fromSurvivor,omitempty"`
 	// startedAt is when total loss was decided; completedAt when the new
 	// cluster formed.
 	StartedAt metav1.Time `json:"startedAt"`
@@ -161,4 +202,41 @@ const (
 	ReasonRestoringAfterTotalLoss = "RestoringAfterTotalLoss"
 	// ReasonRestoredAfterTotalLoss (False): the restored cluster formed.
 	ReasonRestoredAfterTotalLoss = "RestoredAfterTotalLoss"
+)
+
+// AnnotationRecoverFromSurvivor, set on an EtcdCluster, asks once for a
+// recovery from a survivor after a lost majority (MajorityLost), whatever
+// spec.recovery.quorumLoss says: its value is the EtcdMember to recover
+// from, or RecoverFromSurvivorAuto (or "auto-" and any suffix) for the
+// survivor with the newest data. The same refusals apply as to quorumLoss
+// FromSurvivor. Once a recovery is decided on it, its value is recorded
+// in status.recoverFromSurvivorHandled and it asks nothing more: a later
+// incident needs another value (auto-2, ...). While the cluster has
+// quorum it does nothing.
+const AnnotationRecoverFromSurvivor = GroupName + "/recover-from-survivor"
+
+// RecoverFromSurvivorAuto is the AnnotationRecoverFromSurvivor value that
+// lets the controller choose the survivor; "auto-" and any suffix does too.
+const RecoverFromSurvivorAuto = "auto"
+
+// Recovery from a survivor: the QuorumRecovery condition of an EtcdCluster
+// and its reasons.
+const (
+	// ConditionQuorumRecovery is set while a majority is lost and a
+	// recovery from a survivor is asked for (spec.recovery.quorumLoss
+	// FromSurvivor, or the annotation): False while it is refused, True
+	// while it runs.
+	ConditionQuorumRecovery = "QuorumRecovery"
+	// ReasonSurvivorRecoveryRefused (False, and a Warning Event): the
+	// recovery would risk data that may come back, or cannot be done;
+	// the message says why and what to do. Nothing was changed.
+	ReasonSurvivorRecoveryRefused = "SurvivorRecoveryRefused"
+	// ReasonRecoveringFromSurvivor (True, and a Warning Event): the
+	// survivor was chosen; the message names it with its raft index and
+	// revision.
+	ReasonRecoveringFromSurvivor = "RecoveringFromSurvivor"
+	// ReasonRecoveredFromSurvivor (False, and a Normal Event): the
+	// survivor's data formed the new cluster; status.recovery says what
+	// was restored.
+	ReasonRecoveredFromSurvivor = "RecoveredFromSurvivor"
 )

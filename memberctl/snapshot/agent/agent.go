@@ -40,6 +40,12 @@ const DefaultPartSize = 16 << 20
 type Config struct {
 	// Endpoints are the members' client URLs; the client picks one.
 	Endpoints []string
+	// SingleMember: Endpoints is one member, which may have no quorum
+	// (a survivor of a lost majority): its revision is read from it
+	// alone (serializable) rather than by a linearizable read, which
+	// would need a leader. The snapshot comes from the same member, so
+	// it still holds at least that revision.
+	SingleMember bool
 	// CAFile verifies the members' serving certificates (https endpoints);
 	// CertFile and KeyFile are the client certificate for mTLS.
 	CAFile, CertFile, KeyFile string
@@ -181,7 +187,14 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	// etcd's snapshot stream carries no revision, so take the cluster's
 	// latest one just before: a linearizable read, so the snapshot that
 	// follows holds at least this revision.
-	rev, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly())
+	revOpts := []clientv3.OpOption{clientv3.WithCountOnly()}
+	if cfg.SingleMember {
+		if len(cfg.Endpoints) != 1 {
+			return Result{}, fmt.Errorf("a single-member snapshot needs exactly one endpoint, got %d", len(cfg.Endpoints))
+		}
+		revOpts = append(revOpts, clientv3.WithSerializable())
+	}
+	rev, err := cli.Get(ctx, "\x00", revOpts...)
 	if err != nil {
 		return Result{}, fmt.Errorf("read etcd's revision: %w", err)
 	}

@@ -29,6 +29,7 @@ const (
 	flagCheckSHA256 = "check-sha256"
 	flagCheckSize   = "check-size"
 	flagETag        = "etag"
+	flagSingle      = "single-member"
 )
 
 // BindFlags binds cfg to the subcommand's flags; S3 is set when
@@ -50,6 +51,7 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.StringVar(&cfg.CheckSHA256, flagCheckSHA256, "", "check the stored snapshot (S3 object or file) against this sha256 and --"+flagCheckSize+" instead of taking one; etcd is not dialled")
 	fs.Int64Var(&cfg.CheckSize, flagCheckSize, 0, "the size in bytes the stored snapshot must have (with --"+flagCheckSHA256+")")
 	fs.StringVar(&cfg.ETag, flagETag, "", "with --"+flagDelete+" or --"+flagCheckSHA256+": act only on the S3 object that has this ETag")
+	fs.BoolVar(&cfg.SingleMember, flagSingle, false, "snapshot the one member in --"+flagEndpoints+", reading its revision from it alone (it may have no quorum)")
 	fs.StringVar(&cfg.TerminationMessagePath, flagTermMessage, "/dev/termination-log", "where the result (JSON) or the error is written")
 }
 
@@ -70,6 +72,9 @@ func Args(cfg Config) []string {
 	}
 	if cfg.Delete {
 		args = append(args, "--"+flagDelete)
+	}
+	if cfg.SingleMember {
+		args = append(args, "--"+flagSingle)
 	}
 	opt(flagCheckSHA256, cfg.CheckSHA256)
 	if cfg.CheckSize != 0 {

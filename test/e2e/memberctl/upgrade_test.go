@@ -90,7 +90,7 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 	if memory {
 		// Every member is replaced under a new name: keep the clients on
 		// the members that exist, as a client following the membership would.
-		stopFollowing = followMembers(ctx, c, load, ns, name)
+		stopFollowing = load.FollowMembers(ctx, c, ns, name)
 	}
 
 	By("changing spec.version to " + to)
@@ -181,54 +181,4 @@ func expectQuorumReady(ready map[string]bool, events []e2eutil.PodEvent, quorum 
 		n, names := count()
 		Expect(n).To(BeNumerically(">=", quorum), "at %s (%s %s) only %s were Ready", e.At.Format(time.RFC3339Nano), e.Type, e.Name, names)
 	}
-}
-
-// followMembers points the workload at the cluster's current members
-// every 250 ms until the returned stop (called before the workload's
-// client closes), which points it once more.
-func followMembers(ctx context.Context, c client.Client, load *lincheck.Running, ns, name string) (stop func()) {
-	follow := func(ctx context.Context) {
-		var list v1alpha1.EtcdMemberList
-		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: name}); err != nil {
-			return
-		}
-		var eps []string
-		for _, m := range list.Items {
-			if m.DeletionTimestamp == nil {
-				eps = append(eps, etcd.ClientURL(ns, name, m.Name, false))
-			}
-		}
-		if len(eps) > 0 {
-			load.SetEndpoints(eps...)
-		}
-	}
-	fctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for fctx.Err() == nil {
-			follow(fctx)
-			select {
-			case <-fctx.Done():
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-	}()
-	var once bool
-	stop = func() {
-		if !once {
-			once = true
-			cancel()
-			<-done
-			follow(ctx)
-		}
-	}
-	DeferCleanup(func() {
-		if !once {
-			once = true
-			cancel()
-			<-done
-		}
-	})
-	return stop
 }
