@@ -1,4 +1,4 @@
-package etcddata_test
+package totalloss_test
 
 import (
 	"context"
@@ -160,7 +160,7 @@ var _ = Describe("restore after total loss, its snapshot checked first", func() 
 // the object store.
 func startRecoverable(ctx context.Context, cluster, ns, name string, memory bool) (*v1alpha1.EtcdCluster, *e2eutil.Etcd, *objstore.Server) {
 	GinkgoHelper()
-	s3 := objectStore(ctx, cluster, ns)
+	s3 := sb.ObjectStore(ctx, cluster, ns)
 	c := clients[cluster]
 	ec := e2eutil.NewEtcdCluster(ns, name, 3, memory)
 	ec.Spec.Recovery = &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true}
