@@ -79,6 +79,7 @@ func (o Options) withDefaults() Options {
 		o.Workers = DefaultWorkers
 	}
 	orDefault(&o.Member, etcdmember.DefaultOptions)
+	orDefault(&o.Cluster, etcdcluster.DefaultOptions)
 	orDefault(&o.Snapshot, etcdsnapshot.DefaultOptions)
 	orDefault(&o.Backup, etcdbackup.DefaultOptions)
 	orDefault(&o.Defrag, etcddefrag.DefaultOptions)
