@@ -16,13 +16,14 @@ import (
 
 // Health: etcd's own view of itself (alarms, the database against its
 // quota, the leader, lagging members), read with one Status call per Ready
-// member at most every healthEvery, and written only when what it shows
+// member at most every Options.HealthEvery, and written only when what it shows
 // changed (sizes in whole MiB).
 const (
-	// healthEvery: alarms and database sizes move over minutes, and a
-	// leader change is counted whenever it is seen. One look per 30 s
-	// costs a 3-member cluster 0.1 Status calls per second, which etcd
-	// serves from memory without a raft round.
+	// healthEvery (the default of Options.HealthEvery): alarms and
+	// database sizes move over minutes, and a leader change is counted
+	// whenever it is seen. One look per 30 s costs a 3-member cluster 0.1
+	// Status calls per second, which etcd serves from memory without a
+	// raft round.
 	healthEvery = 30 * time.Second
 	// leaderChangeWindow is how far back leader changes are counted.
 	leaderChangeWindow = time.Hour
@@ -46,14 +47,15 @@ type healthClock struct {
 	last map[string]time.Time
 }
 
-// due reports whether key's health is due at now, and if so marks it looked at.
-func (c *healthClock) due(key string, now time.Time) bool {
+// due reports whether key's health, looked at once per every, is due at
+// now, and if so marks it looked at.
+func (c *healthClock) due(key string, now time.Time, every time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last == nil {
 		c.last = map[string]time.Time{}
 	}
-	if t, ok := c.last[key]; ok && now.Sub(t) < healthEvery && !now.Before(t) {
+	if t, ok := c.last[key]; ok && now.Sub(t) < every && !now.Before(t) {
 		return false
 	}
 	c.last[key] = now
@@ -81,7 +83,7 @@ func (p *pass) observeHealth(ctx context.Context, clock *healthClock) {
 		p.setHealthUnknown()
 	}
 	if !p.etcd.ok || st.ClusterID == "" || clock == nil ||
-		!clock.due(etcd.TargetKey(p.cl.Name, p.ec.Namespace, p.ec.Name), p.now) {
+		!clock.due(etcd.TargetKey(p.cl.Name, p.ec.Namespace, p.ec.Name), p.now, p.o.HealthEvery) {
 		return
 	}
 	answers := p.askStatuses(ctx)

@@ -91,6 +91,19 @@ var _ = Describe("health", func() {
 		h.reconcile(ec)
 		Expect(h.etcd.StatusAsked(m)).To(Equal(asked + 1))
 	})
+
+	It("asks at the pace Options.HealthEvery sets", func() {
+		h.r.Options.HealthEvery = time.Second
+		ec := h.newCluster(3)
+		h.converge(ec, 3)
+		m := h.members()[0].Name
+		h.now = h.now.Add(time.Second)
+		h.reconcile(ec)
+		asked := h.etcd.StatusAsked(m)
+		h.now = h.now.Add(time.Second)
+		h.reconcile(ec)
+		Expect(h.etcd.StatusAsked(m)).To(Equal(asked+1), "a second later, not healthEvery later")
+	})
 })
 
 // memberNamed returns the member called name.

@@ -56,6 +56,9 @@ type Reconciler struct {
 	// after total loss (its image is the agent's); the zero value means
 	// etcdsnapshot.DefaultOptions().
 	Snapshot etcdsnapshot.Options
+	// Options tune the paces of this reconciler's looks at etcd; the zero
+	// value means DefaultOptions().
+	Options Options
 
 	// health paces the looks at etcd's own health per cluster.
 	health healthClock
@@ -76,6 +79,8 @@ type pass struct {
 	now  time.Time
 	// snapshotOptions build the check of a snapshot to restore.
 	snapshotOptions etcdsnapshot.Options
+	// o is the Reconciler's Options, defaults filled in.
+	o Options
 
 	members *memberSet // nil until listed
 	// versions: what the running members report, judged against
@@ -124,7 +129,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if r.Now != nil {
 		now = r.Now()
 	}
-	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now, health: &r.health, snapshotOptions: r.Snapshot}
+	p := &pass{cl: cl, ec: ec, orig: ec.DeepCopy(), now: now, health: &r.health, snapshotOptions: r.Snapshot,
+		o: r.Options.withDefaults()}
 	if p.snapshotOptions.Image == "" {
 		p.snapshotOptions = etcdsnapshot.DefaultOptions()
 	}

@@ -13,7 +13,8 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
-// observeRevisionEvery bounds how often status.lastObserved is refreshed.
+// observeRevisionEvery (the default of Options.ObserveRevisionEvery)
+// bounds how often status.lastObserved is refreshed.
 // Each refresh is a status write, which wakes this reconciler again, so a
 // cluster under load must not be written on every pass; the price is that
 // a restore's lostRevisions may undercount the last half minute of writes.
@@ -22,13 +23,13 @@ const observeRevisionEvery = 30 * time.Second
 // observeRevision keeps status.lastObserved, the newest keyspace revision
 // seen, for clusters that opted in to a restore after total loss: it is
 // what tells how much that restore loses. One Status call, at most every
-// observeRevisionEvery, while etcd answers.
+// Options.ObserveRevisionEvery, while etcd answers.
 func (p *pass) observeRevision(ctx context.Context) {
 	st := &p.ec.Status
 	if r := p.ec.Spec.Recovery; r == nil || !(r.RestoreOnTotalLoss || r.RecoversFromSurvivor()) || !p.etcd.ok || st.ClusterID == "" {
 		return
 	}
-	if st.LastObserved != nil && p.now.Sub(st.LastObserved.At.Time) < observeRevisionEvery {
+	if st.LastObserved != nil && p.now.Sub(st.LastObserved.At.Time) < p.o.ObserveRevisionEvery {
 		return
 	}
 	for _, m := range p.members.running {

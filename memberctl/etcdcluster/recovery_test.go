@@ -390,3 +390,42 @@ var _ = Describe("restore after total loss", func() {
 		}
 	})
 })
+
+// status.lastObserved, what tells how much a restore after total loss
+// loses: refreshed at most once per Options.ObserveRevisionEvery.
+var _ = Describe("lastObserved", func() {
+	var h *harness
+	ctx := context.Background()
+	BeforeEach(func() { h = newHarness() })
+
+	optedIn := func() *v1alpha1.EtcdCluster {
+		GinkgoHelper()
+		ec := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "ec", Namespace: h.ns},
+			Spec: v1alpha1.EtcdClusterSpec{Version: "3.6.16", Recovery: &v1alpha1.RecoverySpec{RestoreOnTotalLoss: true},
+				Storage: v1alpha1.StorageSpec{Medium: v1alpha1.StorageMediumMemory, Size: resource.MustParse("64Mi")}}}
+		Expect(k8sClient.Create(ctx, ec)).To(Succeed())
+		h.etcd.SetRevision(500)
+		h.converge(ec, 3)
+		Expect(h.get(ec).Status.LastObserved.Revision).To(BeEquivalentTo(500))
+		h.etcd.SetRevision(600)
+		return ec
+	}
+
+	It("is not refreshed sooner than observeRevisionEvery by default", func() {
+		ec := optedIn()
+		h.now = h.now.Add(observeRevisionEvery / 2)
+		h.reconcile(ec)
+		Expect(h.get(ec).Status.LastObserved.Revision).To(BeEquivalentTo(500))
+		h.now = h.now.Add(observeRevisionEvery)
+		h.reconcile(ec)
+		Expect(h.get(ec).Status.LastObserved.Revision).To(BeEquivalentTo(600))
+	})
+
+	It("is refreshed at the pace Options.ObserveRevisionEvery sets", func() {
+		h.r.Options.ObserveRevisionEvery = time.Second
+		ec := optedIn()
+		h.now = h.now.Add(time.Second)
+		h.reconcile(ec)
+		Expect(h.get(ec).Status.LastObserved.Revision).To(BeEquivalentTo(600))
+	})
+})

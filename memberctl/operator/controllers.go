@@ -40,6 +40,9 @@ type Options struct {
 	// Snapshot tunes the EtcdSnapshot reconciler; zero is
 	// etcdsnapshot.DefaultOptions.
 	Snapshot etcdsnapshot.Options
+	// Cluster tunes the EtcdCluster reconciler; zero is
+	// etcdcluster.DefaultOptions.
+	Cluster etcdcluster.Options
 	// Backup tunes the spec.backup reconciler; zero is
 	// etcdbackup.DefaultOptions.
 	Backup etcdbackup.Options
@@ -76,6 +79,7 @@ func (o Options) withDefaults() Options {
 		o.Workers = DefaultWorkers
 	}
 	orDefault(&o.Member, etcdmember.DefaultOptions)
+	orDefault(&o.Cluster, etcdcluster.DefaultOptions)
 	orDefault(&o.Snapshot, etcdsnapshot.DefaultOptions)
 	orDefault(&o.Backup, etcdbackup.DefaultOptions)
 	orDefault(&o.Defrag, etcddefrag.DefaultOptions)
@@ -111,7 +115,7 @@ func controllers() []controllerRow {
 		// The cluster reconciler lifts the cluster-wide replacement cap with
 		// the members' policy, so both use the same one.
 		{name: workload.ClusterController, build: func(o Options) workload.Reconciler {
-			return notifying{r: &etcdcluster.Reconciler{Clusters: o.Clusters, Policy: o.Member.Policy, Snapshot: o.Snapshot}, notify: o.ClusterReconciled}
+			return notifying{r: &etcdcluster.Reconciler{Clusters: o.Clusters, Policy: o.Member.Policy, Snapshot: o.Snapshot, Options: o.Cluster}, notify: o.ClusterReconciled}
 		}},
 		{name: workload.DefragController, build: func(o Options) workload.Reconciler {
 			return &etcddefrag.Reconciler{Clusters: o.Clusters, Options: o.Defrag}

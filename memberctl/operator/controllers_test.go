@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdbackup"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdcluster"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcddefrag"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
@@ -52,8 +53,8 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Errorf("Member %+v, want etcdmember.DefaultOptions", o.Member)
 	}
 	if o.Snapshot.Image != etcdsnapshot.DefaultOptions().Image || o.Backup != etcdbackup.DefaultOptions() ||
-		o.Defrag != etcddefrag.DefaultOptions() {
-		t.Errorf("Snapshot, Backup or Defrag not defaulted: %+v %+v %+v", o.Snapshot, o.Backup, o.Defrag)
+		o.Defrag != etcddefrag.DefaultOptions() || o.Cluster != etcdcluster.DefaultOptions() {
+		t.Errorf("Snapshot, Backup, Defrag or Cluster not defaulted: %+v %+v %+v %+v", o.Snapshot, o.Backup, o.Defrag, o.Cluster)
 	}
 	given := Options{Workers: 2, Defrag: etcddefrag.Options{Requeue: time.Second}}.withDefaults()
 	if given.Workers != 2 || given.Defrag.Requeue != time.Second {

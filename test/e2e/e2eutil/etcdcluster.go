@@ -59,6 +59,16 @@ func WaitAvailable(ctx context.Context, c client.Client, ns, name string, timeou
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
+// Poke wakes a reconcile of object obj now: it touches an annotation, an
+// event the reconcilers watch, for a spec that waits for a look that
+// would otherwise come only at the object's next requeue (a minute for a
+// steady EtcdCluster). What the look does is up to the reconciler: a
+// poke proves nothing by itself.
+func Poke(ctx context.Context, c client.Client, obj client.Object) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"e2e.etcdfleet.io/poke":"%d"}}}`, time.Now().UnixNano())
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
 // Members returns the EtcdMembers of a cluster by name.
 func Members(ctx context.Context, c client.Client, ns, cluster string) map[string]v1alpha1.EtcdMember {
 	GinkgoHelper()

@@ -36,3 +36,15 @@ func S3Secret(ns string, s3 *objstore.Server) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
 		StringData: map[string]string{agent.AccessKeyIDKey: s3.AccessKey, agent.SecretAccessKeyKey: s3.SecretKey}}
 }
+
+// ObjectStore starts real object storage (StartObjectStore) for the
+// calling node with a bucket "backups", and creates namespace ns of
+// cluster with the Secret "s3" (S3Secret) holding its credentials, for
+// snapshots and restores to name.
+func (s *OperatedSandbox) ObjectStore(ctx context.Context, cluster, ns string) *objstore.Server {
+	GinkgoHelper()
+	s3 := StartObjectStore(ctx, "backups")
+	s.Namespace(ctx, cluster, ns)
+	Expect(s.Clients[cluster].Create(ctx, S3Secret(ns, s3))).To(Succeed())
+	return s3
+}

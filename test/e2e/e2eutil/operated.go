@@ -46,6 +46,9 @@ type OperatedSandbox struct {
 	// ServiceAccount that etcdfleetctl register installs, under its RBAC
 	// and admission policies (RegisterInstall), never the sandbox admin.
 	credentials map[string]*rest.Config
+	// options are what every operator runs with (OperatorOptions unless
+	// the suite set its own, StartOperatedSandboxWith).
+	options operator.Options
 }
 
 // StartOperatedSandbox starts a sandbox of the named clusters, with the
@@ -53,8 +56,17 @@ type OperatedSandbox struct {
 // backoff, 1 s at most), then an administrator's client and an operator
 // (AccessFor) for each cluster, the operator as the ServiceAccount that
 // etcdfleetctl register installs, under its RBAC and admission policies. Call it from a BeforeSuite: the operators and the sandbox stop
-// when that node's cleanup runs (DeferCleanup).
+// when that node's cleanup runs (DeferCleanup). The operators run with
+// production's options (OperatorOptions).
 func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSandbox {
+	GinkgoHelper()
+	return StartOperatedSandboxWith(ctx, OperatorOptions(), clusters...)
+}
+
+// StartOperatedSandboxWith is StartOperatedSandbox whose operators run
+// with opts: a suite shortens there, as settings, a pace that its specs
+// would otherwise wait out (say which and why where it does).
+func StartOperatedSandboxWith(ctx context.Context, opts operator.Options, clusters ...string) *OperatedSandbox {
 	GinkgoHelper()
 	fleet, err := sandbox.Start(ctx, sandbox.Options{
 		Clusters: clusters,
@@ -64,7 +76,7 @@ func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSand
 	})
 	Expect(err).NotTo(HaveOccurred())
 	s := &OperatedSandbox{Fleet: fleet, Clients: map[string]client.WithWatch{}, operators: map[string]func(){},
-		credentials: map[string]*rest.Config{}}
+		credentials: map[string]*rest.Config{}, options: opts}
 	DeferCleanup(func() {
 		for _, stop := range s.operators {
 			stop()
@@ -84,7 +96,7 @@ func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSand
 // StartOperator starts the operator of cluster name (after StopOperator).
 func (s *OperatedSandbox) StartOperator(name string) {
 	GinkgoHelper()
-	s.operators[name] = StartOperator(context.Background(), s.credentials[name], AccessFor(name), OperatorOptions())
+	s.operators[name] = StartOperator(context.Background(), s.credentials[name], AccessFor(name), s.options)
 }
 
 // registeredConfig installs on c what etcdfleetctl register installs and

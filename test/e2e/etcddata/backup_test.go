@@ -25,13 +25,11 @@ var _ = Describe("Scheduled backup", func() {
 	const cluster, ns, name, bucket, prefix = "pf", "backups", "scheduled", "backups", "sched"
 
 	It("takes a snapshot every interval and keeps only the newest two, as EtcdSnapshots and as objects", func(ctx SpecContext) {
-		s3 := e2eutil.StartObjectStore(ctx, bucket)
+		s3 := sb.ObjectStore(ctx, cluster, ns)
 		mc, err := s3.Client()
 		Expect(err).NotTo(HaveOccurred())
 
 		c := clients[cluster]
-		sb.Namespace(ctx, cluster, ns)
-		Expect(c.Create(ctx, e2eutil.S3Secret(ns, s3))).To(Succeed())
 		ec := e2eutil.NewEtcdCluster(ns, name, 1, false)
 		ec.Spec.Backup = &v1alpha1.BackupSpec{
 			Interval: &metav1.Duration{Duration: 10 * time.Second}, // the shortest allowed

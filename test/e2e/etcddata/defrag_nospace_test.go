@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
@@ -59,16 +58,16 @@ var _ = Describe("EtcdDefrag on a cluster out of space", func() {
 			"the alarm outlives the space freed: only a disarm lets writes through")
 
 		By("the EtcdCluster shows the alarm and the database at its quota, as etcd reports them")
-		// A pass looks at etcd's health at most every 30 s; touching an
-		// annotation wakes one sooner than the 60 s steady requeue.
+		// A pass looks at etcd's health at most every HealthEvery (the
+		// suite's, healthEvery); a poke wakes one sooner than the 60 s
+		// steady requeue.
 		Eventually(func(g Gomega) {
 			cur := &v1alpha1.EtcdCluster{}
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
 			alarm := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionAlarmActive)
 			near := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionNearQuota)
 			if alarm == nil || alarm.Reason != v1alpha1.ReasonAlarmNoSpace {
-				patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"e2e.etcdfleet.io/poke":"%d"}}}`, time.Now().UnixNano()))
-				g.Expect(c.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+				g.Expect(e2eutil.Poke(ctx, c, cur)).To(Succeed())
 			}
 			g.Expect(alarm).NotTo(BeNil())
 			g.Expect(alarm.Reason).To(Equal(v1alpha1.ReasonAlarmNoSpace), alarm.Message)

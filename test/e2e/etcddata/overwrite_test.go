@@ -33,7 +33,7 @@ var _ = Describe("Stored snapshots are each snapshot's own", Ordered, func() {
 	var mc *minio.Client
 
 	BeforeAll(func(ctx SpecContext) {
-		s3 = objectStore(ctx, cluster, nsA)
+		s3 = sb.ObjectStore(ctx, cluster, nsA)
 		sb.Namespace(ctx, cluster, nsB)
 		c := clients[cluster]
 		Expect(c.Create(ctx, e2eutil.S3Secret(nsB, s3))).To(Succeed())

@@ -20,7 +20,7 @@ var _ = Describe("Restore at bootstrap", func() {
 	const cluster, ns, source, restored = "pf", "restores", "original", "restored"
 
 	It("restores every key of an EtcdSnapshot into a new cluster with a new cluster ID", func(ctx SpecContext) {
-		s3 := objectStore(ctx, cluster, ns)
+		s3 := sb.ObjectStore(ctx, cluster, ns)
 		c := clients[cluster]
 		Expect(c.Create(ctx, e2eutil.NewEtcdCluster(ns, source, 1, false))).To(Succeed())
 		e2eutil.WaitAvailable(ctx, c, ns, source, 2*time.Minute)

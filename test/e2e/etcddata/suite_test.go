@@ -1,10 +1,11 @@
 // Package etcddata_test runs the single-cluster operator (memberctl)
 // against sandbox clusters with real kube-apiservers, real etcd and real
 // object storage, on what it does with etcd's data: EtcdSnapshots and
-// scheduled backups, restores (at bootstrap and after total loss) and
-// EtcdDefrags. Members' lifecycle is test/e2e/memberctl's and their
-// faults test/e2e/faults'; they run as separate packages so that go test
-// runs them side by side.
+// scheduled backups, restores at bootstrap and EtcdDefrags. Members'
+// lifecycle is test/e2e/memberctl's, their faults test/e2e/faults' and
+// the restore after total loss test/e2e/totalloss'; they run as separate
+// packages so that go test runs them side by side and none takes ten
+// minutes alone.
 package etcddata_test
 
 import (
@@ -21,16 +22,21 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
-// One sandbox for the suite, each cluster operated over port-forward
-// through its apiserver: "pf" for snapshots, backups, restores at
-// bootstrap and defragmentation; "faults" takes the node-wide power loss
-// of the restore after total loss, so that it cannot disturb the others.
+// One sandbox for the suite, its cluster "pf" operated over port-forward
+// through its apiserver: snapshots, backups, restores at bootstrap and
+// defragmentation. No spec here cuts a node's power (test/e2e/totalloss
+// does, on a sandbox of its own).
 var (
 	sb *e2eutil.OperatedSandbox
 	// fleet and clients are sb's, by the names the specs use.
 	fleet   *sandbox.Fleet
 	clients map[string]client.WithWatch
 )
+
+// healthEvery is the suite's pace of the cluster reconciler's looks at
+// etcd's health (production: 30 s), so that the NOSPACE spec sees the
+// alarm within a second of its poke instead of waiting out half a minute.
+const healthEvery = time.Second
 
 func TestEtcdData(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -42,6 +48,8 @@ var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	sb = e2eutil.StartOperatedSandbox(ctx, "pf", "faults")
+	opts := e2eutil.OperatorOptions()
+	opts.Cluster.HealthEvery = healthEvery
+	sb = e2eutil.StartOperatedSandboxWith(ctx, opts, "pf")
 	fleet, clients = sb.Fleet, sb.Clients
 }, NodeTimeout(3*time.Minute))

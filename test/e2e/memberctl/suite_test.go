@@ -2,8 +2,9 @@
 // against sandbox clusters with real kube-apiservers and real etcd, on its
 // members: the lifecycle over both ways of reaching etcd, and rolling
 // upgrades. Node faults are test/e2e/faults'; snapshots, backups, restores
-// and defragmentation are test/e2e/etcddata's; they run as separate
-// packages so that go test runs them side by side.
+// at bootstrap and defragmentation test/e2e/etcddata's; the restore after
+// total loss test/e2e/totalloss'. They run as separate packages so that
+// go test runs them side by side.
 package memberctl_test
 
 import (

@@ -1,4 +1,4 @@
-package etcddata_test
+package totalloss_test
 
 import (
 	"time"
