@@ -186,14 +186,14 @@ func referencesHold(ctx context.Context, t *testing.T, wc client.Client, users m
 	caCluster := backupCluster(ns, "ec-ca", "s3-creds", "https://s3:8333")
 	caCluster.Spec.Backup.Location.S3.CABundleSecretRef = &etcdv1.SecretKeyRef{Name: "cloud-credentials", Key: "ca.crt"}
 	refusedSaying("bob's EtcdCluster backing up with a CA bundle Secret he cannot get", clusterPolicy, create(bob, caCluster),
-		"Secret cloud-credentials", "bob must be allowed")
+		"cloud-credentials", "bob must be allowed")
 	caCluster.Spec.Backup.Location.S3.CABundleSecretRef.Name = "s3-ca"
 	admitted("bob's EtcdCluster backing up with a CA bundle Secret he may get", create(bob, caCluster))
 	caRestore := restoreCluster(ns, "from-ca", &etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{Endpoint: "https://s3:8333", Bucket: "snaps",
 		Key: "a.db", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"},
 		CABundleSecretRef: &etcdv1.SecretKeyRef{Name: "cloud-credentials"}}})
 	refusedSaying("bob's EtcdCluster restored with a CA bundle Secret he cannot get", clusterPolicy, create(bob, caRestore),
-		"Secret cloud-credentials", "bob must be allowed")
+		"cloud-credentials", "bob must be allowed")
 
 	pvcSnap := s3Snapshot(ns, "p", "", "")
 	pvcSnap.Spec.Location = etcdv1.SnapshotLocation{PVC: &etcdv1.PVCLocation{ClaimName: "backups"}}
