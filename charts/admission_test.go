@@ -131,6 +131,36 @@ func escalations(good *corev1.Pod) map[string]*corev1.Pod {
 	}
 }
 
+// caEscalations are seeds restoring from S3 with a CA bundle whose CA
+// volume mounts more than the bundle's key.
+func caEscalations(t *testing.T, seed *corev1.Pod) map[string]*corev1.Pod {
+	t.Helper()
+	ca := -1
+	for i, v := range seed.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "s3-ca" {
+			ca = i
+		}
+	}
+	if ca < 0 {
+		t.Fatalf("the seed mounts no CA bundle Secret s3-ca: %+v", seed.Spec.Volumes)
+	}
+	with := func(mutate func(s *corev1.SecretVolumeSource)) *corev1.Pod {
+		p := seed.DeepCopy()
+		mutate(p.Spec.Volumes[ca].Secret)
+		return p
+	}
+	return map[string]*corev1.Pod{
+		"the CA bundle Secret mounted whole": with(func(s *corev1.SecretVolumeSource) { s.Items = nil }),
+		"another key of the CA bundle Secret": with(func(s *corev1.SecretVolumeSource) {
+			s.Items = []corev1.KeyToPath{{Key: "tls.key", Path: "bundle.pem"}}
+		}),
+		"a second key of the CA bundle Secret": with(func(s *corev1.SecretVolumeSource) {
+			s.Items = append(s.Items, corev1.KeyToPath{Key: "tls.key", Path: "tls.key"})
+		}),
+		"the CA bundle's key of another Secret": with(func(s *corev1.SecretVolumeSource) { s.SecretName = "cloud-credentials" }),
+	}
+}
+
 // refused fails unless err is an admission refusal by policy.
 func refused(t *testing.T, what, policy string, err error) {
 	t.Helper()
@@ -155,7 +185,8 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	adm, other := tlsCluster(ns, "adm"), tlsCluster(ns, "adm-other")
 	mem := e2eutil.NewEtcdCluster(ns, "adm-mem", 1, true)
 	fromS3, fromPVC := restoreCluster(ns, "adm-s3", &etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{
-		Endpoint: "http://s3:8333", Bucket: "snaps", Key: "a.db", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"}}}),
+		Endpoint: "https://s3:8333", Bucket: "snaps", Key: "a.db", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"},
+		CABundleSecretRef: &etcdv1.SecretKeyRef{Name: "s3-ca", Key: "bundle.pem"}}}),
 		restoreCluster(ns, "adm-pvc", &etcdv1.SnapshotLocation{PVC: &etcdv1.PVCLocation{ClaimName: "backups", Path: "a.db"}})
 	recovering := recoveringCluster(ns, "adm-rec", "backup-creds")
 	byName, byNameLoc := snapshotNameCluster(ns, "adm-snap")
@@ -230,6 +261,12 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 		if err := dryRunCreate(ctx, sa, p); err != nil {
 			t.Errorf("%s, as memberctl builds it, is refused: %v", what, err)
 		}
+	}
+	// The restore's CA bundle Secret is admitted as a volume of its one
+	// key only: naming a Secret as a CA bundle must not mount its other
+	// keys, nor the whole Secret.
+	for what, p := range caEscalations(t, memberPod(fromS3, "adm-s3-0")) {
+		refused(t, what, policyPrefix+"-pod-secrets", dryRunCreate(ctx, sa, p))
 	}
 	for what, p := range escalations(good) {
 		policy := policyPrefix + "-pods"

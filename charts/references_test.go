@@ -100,7 +100,7 @@ func TestReferencesNeedTheRequestersRights(t *testing.T) {
 
 // teamUsers are clients impersonating, in namespace ns: alice, who may
 // write EtcdClusters and create EtcdSnapshots but get no Secret, claim or
-// EtcdSnapshot; and bob, who may besides get the Secret s3-creds, the
+// EtcdSnapshot; and bob, who may besides get the Secrets s3-creds and s3-ca, the
 // claim backups and the EtcdSnapshot nightly, by name.
 func teamUsers(ctx context.Context, t *testing.T, wc client.Client, admin *rest.Config, ns string) map[string]client.Client {
 	t.Helper()
@@ -111,7 +111,7 @@ func teamUsers(ctx context.Context, t *testing.T, wc client.Client, admin *rest.
 		rbacv1.PolicyRule{APIGroups: []string{etcdv1.GroupName}, Resources: []string{"etcdclusters"}, Verbs: []string{"get", "create", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{etcdv1.GroupName}, Resources: []string{"etcdsnapshots"}, Verbs: []string{"create"}})
 	role("backup-reader",
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"s3-creds"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"s3-creds", "s3-ca"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, ResourceNames: []string{"backups"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{etcdv1.GroupName}, Resources: []string{"etcdsnapshots"}, ResourceNames: []string{"nightly"}, Verbs: []string{"get"}})
 	bind := func(user, role string) {
@@ -173,6 +173,28 @@ func referencesHold(ctx context.Context, t *testing.T, wc client.Client, users m
 	admitted("bob's EtcdSnapshot naming the Secret he may get", create(bob, s3Snapshot(ns, "s", "s3-creds", "http://s3:8333")))
 	refusedSaying("bob's EtcdSnapshot naming another Secret", snapshotPolicy,
 		create(bob, s3Snapshot(ns, "s", "cloud-credentials", "http://s3:8333")), "Secret cloud-credentials")
+	// The CA bundle Secret is mounted into the agent as well: naming it
+	// needs the same right, even beside credentials the creator may get.
+	withCA := func(snap *etcdv1.EtcdSnapshot, ca string) *etcdv1.EtcdSnapshot {
+		snap.Spec.Location.S3.Endpoint = "https://s3:8333"
+		snap.Spec.Location.S3.CABundleSecretRef = &etcdv1.SecretKeyRef{Name: ca, Key: "ca.crt"}
+		return snap
+	}
+	refusedSaying("bob's EtcdSnapshot naming a CA bundle Secret he cannot get", snapshotPolicy,
+		create(bob, withCA(s3Snapshot(ns, "s", "s3-creds", ""), "cloud-credentials")), "CA bundle Secret cloud-credentials", "bob must be allowed")
+	admitted("bob's EtcdSnapshot naming a CA bundle Secret he may get", create(bob, withCA(s3Snapshot(ns, "s", "s3-creds", ""), "s3-ca")))
+	caCluster := backupCluster(ns, "ec-ca", "s3-creds", "https://s3:8333")
+	caCluster.Spec.Backup.Location.S3.CABundleSecretRef = &etcdv1.SecretKeyRef{Name: "cloud-credentials", Key: "ca.crt"}
+	refusedSaying("bob's EtcdCluster backing up with a CA bundle Secret he cannot get", clusterPolicy, create(bob, caCluster),
+		"cloud-credentials", "bob must be allowed")
+	caCluster.Spec.Backup.Location.S3.CABundleSecretRef.Name = "s3-ca"
+	admitted("bob's EtcdCluster backing up with a CA bundle Secret he may get", create(bob, caCluster))
+	caRestore := restoreCluster(ns, "from-ca", &etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{Endpoint: "https://s3:8333", Bucket: "snaps",
+		Key: "a.db", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"},
+		CABundleSecretRef: &etcdv1.SecretKeyRef{Name: "cloud-credentials"}}})
+	refusedSaying("bob's EtcdCluster restored with a CA bundle Secret he cannot get", clusterPolicy, create(bob, caRestore),
+		"cloud-credentials", "bob must be allowed")
+
 	pvcSnap := s3Snapshot(ns, "p", "", "")
 	pvcSnap.Spec.Location = etcdv1.SnapshotLocation{PVC: &etcdv1.PVCLocation{ClaimName: "backups"}}
 	refusedSaying("an EtcdSnapshot onto a claim its creator cannot get", snapshotPolicy, create(alice, pvcSnap), "claim backups", needsGet)

@@ -74,6 +74,7 @@ const (
 	tlsServerDir = "/etc/etcdfleet/etcd-ca"
 	tlsClientDir = "/etc/etcdfleet/etcd-client"
 	s3CredsDir   = "/etc/etcdfleet/s3"
+	s3CADir      = "/etc/etcdfleet/s3-ca"
 	pvcDir       = "/snapshot"
 	containerID  = "snapshot-agent"
 	// nonRootUID is the distroless nonroot user of etcdfleet's image.
@@ -149,11 +150,29 @@ func (v *volumes) storage(s *v1alpha1.EtcdSnapshot, cfg *agent.Config) {
 		v.mount("s3-credentials", s3CredsDir, secretVolume(loc.CredentialsSecretRef.Name, agent.AccessKeyIDKey, agent.SecretAccessKeyKey))
 		cfg.S3 = &agent.S3{Endpoint: strings.TrimSuffix(loc.Endpoint, "/"), Bucket: loc.Bucket, Key: ObjectKey(s),
 			Region: loc.Region, CredentialsDir: s3CredsDir}
+		if ref := loc.CABundleSecretRef; ref != nil {
+			key := CABundleKey(ref)
+			v.mount("s3-ca", s3CADir, secretVolume(ref.Name, key))
+			cfg.S3.CAFile = path.Join(s3CADir, key)
+		}
+		if sse := loc.ServerSideEncryption; sse != nil {
+			cfg.S3.SSE, cfg.S3.SSEKMSKeyID = string(sse.Type), sse.KMSKeyID
+		}
 		return
 	}
 	loc := s.Spec.Location.PVC
 	v.mount("snapshot", pvcDir, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: loc.ClaimName}})
 	cfg.File = path.Join(pvcDir, FilePath(s))
+}
+
+// CABundleKey is the key of ref's Secret that holds the store's CA
+// bundle: ref.Key, or v1alpha1.DefaultCABundleKey when the object was
+// stored without the CRD's default.
+func CABundleKey(ref *v1alpha1.SecretKeyRef) string {
+	if ref.Key == "" {
+		return v1alpha1.DefaultCABundleKey
+	}
+	return ref.Key
 }
 
 func secretVolume(name string, keys ...string) corev1.VolumeSource {

@@ -25,6 +25,7 @@ const (
 func (p SnapshotPhase) Terminal() bool { return p == SnapshotComplete || p == SnapshotFailed }
 
 // S3Location is an object in an S3-compatible store.
+// +kubebuilder:validation:XValidation:rule="!has(self.caBundleSecretRef) || self.endpoint.startsWith('https://')",message="caBundleSecretRef needs an https:// endpoint"
 type S3Location struct {
 	// endpoint is the store's URL, "https://s3.eu-west-1.amazonaws.com" or
 	// "http://seaweedfs.storage.svc:8333". Buckets are addressed by path
@@ -56,6 +57,65 @@ type S3Location struct {
 	// the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 	// +required
 	CredentialsSecretRef corev1.LocalObjectReference `json:"credentialsSecretRef"`
+
+	// caBundleSecretRef names a key of a Secret in the same namespace whose
+	// PEM bundle verifies the store's TLS certificate: a store behind a
+	// private CA. When set, only this bundle is trusted, not the system's
+	// roots too (like a kubeconfig's certificate-authority-data), so a
+	// store is trusted for exactly the CA you name. Needs an https
+	// endpoint. The snapshot, check, cleanup and restore agents mount only
+	// this key, read-only.
+	// +optional
+	CABundleSecretRef *SecretKeyRef `json:"caBundleSecretRef,omitempty"`
+
+	// serverSideEncryption asks the store to encrypt each snapshot object
+	// it writes (SSE-S3, or SSE-KMS with a key). Reads need no setting:
+	// the store decrypts SSE-S3 and SSE-KMS objects itself.
+	// +optional
+	ServerSideEncryption *ServerSideEncryption `json:"serverSideEncryption,omitempty"`
+}
+
+// SecretKeyRef is a key of a Secret in the referring object's namespace.
+type SecretKeyRef struct {
+	// name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key in the Secret; "ca.crt" when empty.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// DefaultCABundleKey is SecretKeyRef.Key when it is empty.
+const DefaultCABundleKey = "ca.crt"
+
+// SSEType is the kind of server-side encryption of snapshot objects.
+// +kubebuilder:validation:Enum=SSE-S3;SSE-KMS
+type SSEType string
+
+const (
+	// SSES3 is encryption with keys the store manages (x-amz-server-side-encryption: AES256).
+	SSES3 SSEType = "SSE-S3"
+	// SSEKMS is encryption with a KMS key (x-amz-server-side-encryption: aws:kms).
+	SSEKMS SSEType = "SSE-KMS"
+)
+
+// ServerSideEncryption of the snapshot objects a store writes.
+// +kubebuilder:validation:XValidation:rule="self.type != 'SSE-KMS' || (has(self.kmsKeyID) && size(self.kmsKeyID) > 0)",message="serverSideEncryption.kmsKeyID is required for type SSE-KMS"
+// +kubebuilder:validation:XValidation:rule="self.type != 'SSE-S3' || !has(self.kmsKeyID)",message="serverSideEncryption.kmsKeyID is only for type SSE-KMS; SSE-S3 uses the store's own keys"
+type ServerSideEncryption struct {
+	// type is SSE-S3 (the store's keys) or SSE-KMS (kmsKeyID).
+	// +required
+	Type SSEType `json:"type"`
+	// kmsKeyID is the KMS key (ID, ARN or alias) of SSE-KMS.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^[!-~]+$`
+	KMSKeyID string `json:"kmsKeyID,omitempty"`
 }
 
 // PVCLocation is a file on a PersistentVolumeClaim.

@@ -24,6 +24,8 @@ const (
 
 	restoreCredsVolume = "restore-s3-credentials"
 	restoreCredsDir    = "/etc/etcdfleet/restore-s3"
+	restoreCAVolume    = "restore-s3-ca"
+	restoreCADir       = "/etc/etcdfleet/restore-s3-ca"
 	restoreFileVolume  = "restore-snapshot"
 	restoreFileDir     = "/restore"
 )
@@ -62,15 +64,32 @@ func restoreContainer(m *v1alpha1.EtcdMember, opts BuildOptions) ([]corev1.Conta
 	}
 	mounts := []corev1.VolumeMount{{Name: dataVolume, MountPath: DataDir}}
 	var vol corev1.Volume
+	var extra []corev1.Volume
 	if s3 := r.Location.S3; s3 != nil {
-		args = append(args, "--s3-endpoint="+strings.TrimSuffix(s3.Endpoint, "/"), "--s3-bucket="+s3.Bucket,
-			"--s3-key="+s3.Key, "--s3-region="+s3.Region, "--s3-credentials-dir="+restoreCredsDir)
+		// Reads need no server-side encryption setting: the store
+		// decrypts SSE-S3 and SSE-KMS objects itself.
+		loc := agent.S3{Endpoint: strings.TrimSuffix(s3.Endpoint, "/"), Bucket: s3.Bucket, Key: s3.Key, Region: s3.Region,
+			CredentialsDir: restoreCredsDir}
 		vol = corev1.Volume{Name: restoreCredsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: s3.CredentialsSecretRef.Name, DefaultMode: ptr.To[int32](0o440),
 			Items: []corev1.KeyToPath{{Key: agent.AccessKeyIDKey, Path: agent.AccessKeyIDKey},
 				{Key: agent.SecretAccessKeyKey, Path: agent.SecretAccessKeyKey}},
 		}}}
 		mounts = append(mounts, corev1.VolumeMount{Name: restoreCredsVolume, MountPath: restoreCredsDir, ReadOnly: true})
+		if ref := s3.CABundleSecretRef; ref != nil {
+			key := ref.Key
+			if key == "" {
+				key = v1alpha1.DefaultCABundleKey
+			}
+			// Only the bundle's key: the admission policy admits exactly
+			// this key of this Secret (etcdfleet-workload-pod-secrets).
+			extra = append(extra, corev1.Volume{Name: restoreCAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: ref.Name, DefaultMode: ptr.To[int32](0o440), Items: []corev1.KeyToPath{{Key: key, Path: key}},
+			}}})
+			mounts = append(mounts, corev1.VolumeMount{Name: restoreCAVolume, MountPath: restoreCADir, ReadOnly: true})
+			loc.CAFile = path.Join(restoreCADir, key)
+		}
+		args = append(args, agent.S3Args(loc)...)
 	} else {
 		pvc := r.Location.PVC
 		args = append(args, "--file="+path.Join(restoreFileDir, path.Clean(pvc.Path)))
@@ -94,5 +113,5 @@ func restoreContainer(m *v1alpha1.EtcdMember, opts BuildOptions) ([]corev1.Conta
 		}},
 		SecurityContext: datadirguard.AgentSecurityContext(),
 	}
-	return []corev1.Container{c}, []corev1.Volume{vol}
+	return []corev1.Container{c}, append([]corev1.Volume{vol}, extra...)
 }

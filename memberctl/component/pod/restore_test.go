@@ -90,3 +90,36 @@ func TestRestoreInitContainerFromAClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreInitContainerWithACABundle mounts only the bundle's key of the
+// CA Secret, read-only, and points --s3-ca-file at it; no SSE flag (reads
+// need none).
+func TestRestoreInitContainerWithACABundle(t *testing.T) {
+	loc := *s3Loc.DeepCopy()
+	loc.S3.Endpoint = "https://s3:8333"
+	loc.S3.CABundleSecretRef = &v1alpha1.SecretKeyRef{Name: "storage-ca", Key: "bundle.pem"}
+	loc.S3.ServerSideEncryption = &v1alpha1.ServerSideEncryption{Type: v1alpha1.SSEKMS, KMSKeyID: "alias/k"}
+	p := Build(newMember(restoringSeed(loc)), BuildOptions{})
+	c := p.Spec.InitContainers[0]
+	args := strings.Join(c.Command, " ") + " "
+	if want := "--s3-ca-file=" + restoreCADir + "/bundle.pem "; !strings.Contains(args, want) {
+		t.Errorf("restore command %q lacks %q", args, want)
+	}
+	if strings.Contains(args, "--s3-sse") {
+		t.Errorf("restore command %q asks for encryption on a read", args)
+	}
+	var ca *corev1.SecretVolumeSource
+	for _, v := range p.Spec.Volumes {
+		if v.Name == restoreCAVolume {
+			ca = v.Secret
+		}
+	}
+	if ca == nil || ca.SecretName != "storage-ca" || len(ca.Items) != 1 || ca.Items[0].Key != "bundle.pem" {
+		t.Fatalf("CA volume %+v: want the one key bundle.pem of Secret storage-ca", ca)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == restoreCAVolume && m.MountPath == restoreCADir && m.ReadOnly
+	}) {
+		t.Errorf("CA bundle not mounted read-only at %s: %+v", restoreCADir, c.VolumeMounts)
+	}
+}

@@ -22,6 +22,9 @@ const (
 	flagS3Key       = "s3-key"
 	flagS3Region    = "s3-region"
 	flagS3CredsDir  = "s3-credentials-dir"
+	flagS3CAFile    = "s3-ca-file"
+	flagS3SSE       = "s3-sse"
+	flagS3SSEKMSKey = "s3-sse-kms-key-id"
 	flagPartSize    = "part-size"
 	flagTimeout     = "timeout"
 	flagTermMessage = "termination-message-path"
@@ -41,10 +44,7 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.StringVar(&cfg.KeyFile, flagKeyFile, "", "client key for etcd (mTLS)")
 	fs.StringVar(&cfg.File, flagFile, "", "store the snapshot in this file (on a mounted PVC)")
 	fs.StringVar(&s3.Endpoint, flagS3Endpoint, "", "store the snapshot in this S3-compatible store (http(s)://host[:port])")
-	fs.StringVar(&s3.Bucket, flagS3Bucket, "", "S3 bucket")
-	fs.StringVar(&s3.Key, flagS3Key, "", "S3 object key")
-	fs.StringVar(&s3.Region, flagS3Region, "us-east-1", "S3 region")
-	fs.StringVar(&s3.CredentialsDir, flagS3CredsDir, "", "directory with the files "+AccessKeyIDKey+" and "+SecretAccessKeyKey)
+	BindS3Flags(fs, s3)
 	fs.Int64Var(&cfg.PartSize, flagPartSize, DefaultPartSize, "multipart upload part size in bytes (at least 5 MiB)")
 	fs.DurationVar(&cfg.Timeout, flagTimeout, DefaultTimeout, "timeout of the whole run")
 	fs.BoolVar(&cfg.Delete, flagDelete, false, "delete the stored snapshot (S3 object or file) instead of taking one; etcd is not dialled")
@@ -53,6 +53,19 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.StringVar(&cfg.ETag, flagETag, "", "with --"+flagDelete+" or --"+flagCheckSHA256+": act only on the S3 object that has this ETag")
 	fs.BoolVar(&cfg.SingleMember, flagSingle, false, "snapshot the one member in --"+flagEndpoints+", reading its revision from it alone (it may have no quorum)")
 	fs.StringVar(&cfg.TerminationMessagePath, flagTermMessage, "/dev/termination-log", "where the result (JSON) or the error is written")
+}
+
+// BindS3Flags binds the S3 flags other than --s3-endpoint, whose help
+// differs between the snapshot and the restore agents; the restore agent
+// binds them too (S3Args writes them for both).
+func BindS3Flags(fs *pflag.FlagSet, s3 *S3) {
+	fs.StringVar(&s3.Bucket, flagS3Bucket, "", "S3 bucket")
+	fs.StringVar(&s3.Key, flagS3Key, "", "S3 object key")
+	fs.StringVar(&s3.Region, flagS3Region, "us-east-1", "S3 region")
+	fs.StringVar(&s3.CredentialsDir, flagS3CredsDir, "", "directory with the files "+AccessKeyIDKey+" and "+SecretAccessKeyKey)
+	fs.StringVar(&s3.CAFile, flagS3CAFile, "", "PEM bundle that alone verifies the store's TLS certificate (a private CA); empty trusts the system's roots")
+	fs.StringVar(&s3.SSE, flagS3SSE, "", "server-side encryption of uploads: "+SSES3+" or "+SSEKMS+" (with --"+flagS3SSEKMSKey+"); empty asks for none")
+	fs.StringVar(&s3.SSEKMSKeyID, flagS3SSEKMSKey, "", "the KMS key of --"+flagS3SSE+"="+SSEKMS)
 }
 
 // Finish sets cfg.S3 from the bound S3 flags when an S3 endpoint was given.
@@ -87,11 +100,7 @@ func Args(cfg Config) []string {
 	opt(flagKeyFile, cfg.KeyFile)
 	opt(flagFile, cfg.File)
 	if s := cfg.S3; s != nil {
-		opt(flagS3Endpoint, s.Endpoint)
-		opt(flagS3Bucket, s.Bucket)
-		opt(flagS3Key, s.Key)
-		opt(flagS3Region, s.Region)
-		opt(flagS3CredsDir, s.CredentialsDir)
+		args = append(args, S3Args(*s)...)
 	}
 	if cfg.PartSize != 0 {
 		opt(flagPartSize, strconv.FormatInt(cfg.PartSize, 10))
@@ -100,6 +109,19 @@ func Args(cfg Config) []string {
 		opt(flagTimeout, cfg.Timeout.String())
 	}
 	opt(flagTermMessage, cfg.TerminationMessagePath)
+	return args
+}
+
+// S3Args are the flags of s, which both agents read (BindS3Flags).
+func S3Args(s S3) []string {
+	var args []string
+	for _, f := range []struct{ name, v string }{{flagS3Endpoint, s.Endpoint}, {flagS3Bucket, s.Bucket}, {flagS3Key, s.Key},
+		{flagS3Region, s.Region}, {flagS3CredsDir, s.CredentialsDir}, {flagS3CAFile, s.CAFile}, {flagS3SSE, s.SSE},
+		{flagS3SSEKMSKey, s.SSEKMSKeyID}} {
+		if f.v != "" {
+			args = append(args, flag(f.name, f.v))
+		}
+	}
 	return args
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"net"
 	"net/http"
 	"time"
@@ -29,10 +30,14 @@ const dialTimeoutS3 = 10 * time.Second
 
 // stallTransport is minio's default transport whose connections fail a
 // read or write that makes no progress within stall.
-func stallTransport(secure bool, stall time.Duration) (http.RoundTripper, error) {
+// With roots, only they verify the store's certificate (a private CA).
+func stallTransport(secure bool, stall time.Duration, roots *x509.CertPool) (http.RoundTripper, error) {
 	t, err := minio.DefaultTransport(secure)
 	if err != nil {
 		return nil, err
+	}
+	if roots != nil {
+		t.TLSClientConfig.RootCAs = roots
 	}
 	d := &net.Dialer{Timeout: dialTimeoutS3, KeepAlive: 30 * time.Second}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {

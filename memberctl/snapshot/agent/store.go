@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/encrypt"
 )
 
 // S3 is an object in an S3-compatible store.
@@ -28,6 +30,55 @@ type S3 struct {
 	// AWS_SECRET_ACCESS_KEY (a mounted Secret: no key in the Pod spec or
 	// the environment).
 	CredentialsDir string
+	// CAFile is a PEM bundle that alone verifies the store's TLS
+	// certificate (a private CA); empty trusts the system's roots.
+	CAFile string
+	// SSE is the server-side encryption uploads ask for: "" (none),
+	// SSES3 or SSEKMS with SSEKMSKeyID. Reads need none: the store
+	// decrypts SSE-S3 and SSE-KMS objects itself.
+	SSE         string
+	SSEKMSKeyID string
+}
+
+// Server-side encryption types of S3.SSE (the API's SSEType values).
+const (
+	SSES3  = "SSE-S3"
+	SSEKMS = "SSE-KMS"
+)
+
+// encryption is the minio encryption of loc's uploads, nil for none.
+func encryption(loc S3) (encrypt.ServerSide, error) {
+	switch loc.SSE {
+	case "":
+		return nil, nil
+	case SSES3:
+		if loc.SSEKMSKeyID != "" {
+			return nil, fmt.Errorf("s3 server-side encryption %s takes no KMS key id (%q)", SSES3, loc.SSEKMSKeyID)
+		}
+		return encrypt.NewSSE(), nil
+	case SSEKMS:
+		if loc.SSEKMSKeyID == "" {
+			return nil, fmt.Errorf("s3 server-side encryption %s needs a KMS key id", SSEKMS)
+		}
+		return encrypt.NewSSEKMS(loc.SSEKMSKeyID, nil)
+	}
+	return nil, fmt.Errorf("s3 server-side encryption %q: want %s or %s", loc.SSE, SSES3, SSEKMS)
+}
+
+// rootCAs is the pool of loc.CAFile, nil for the system's roots.
+func rootCAs(loc S3) (*x509.CertPool, error) {
+	if loc.CAFile == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(loc.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("s3 CA bundle: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("s3 CA bundle %s holds no PEM certificate", loc.CAFile)
+	}
+	return pool, nil
 }
 
 // Credential files in S3.CredentialsDir, the keys of the credentials Secret.
@@ -56,6 +107,10 @@ type s3Store struct {
 	c        *minio.Client
 	loc      S3
 	partSize int64
+	// sse is the encryption uploads ask for (nil: none). Only uploads
+	// send it: S3 refuses SSE-S3 and SSE-KMS headers on HEAD, GET and
+	// DELETE.
+	sse encrypt.ServerSide
 }
 
 func newS3Store(loc S3, partSize int64, stall time.Duration) (*s3Store, error) {
@@ -76,7 +131,18 @@ func newS3Store(loc S3, partSize int64, stall time.Duration) (*s3Store, error) {
 	if stall <= 0 {
 		stall = DefaultStallTimeout
 	}
-	tr, err := stallTransport(u.Scheme == "https", stall)
+	roots, err := rootCAs(loc)
+	if err != nil {
+		return nil, err
+	}
+	if roots != nil && u.Scheme != "https" {
+		return nil, fmt.Errorf("s3 endpoint %q: a CA bundle needs https", loc.Endpoint)
+	}
+	sse, err := encryption(loc)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := stallTransport(u.Scheme == "https", stall, roots)
 	if err != nil {
 		return nil, fmt.Errorf("s3 transport: %w", err)
 	}
@@ -89,7 +155,7 @@ func newS3Store(loc S3, partSize int64, stall time.Duration) (*s3Store, error) {
 	if partSize == 0 {
 		partSize = DefaultPartSize
 	}
-	return &s3Store{c: c, loc: loc, partSize: partSize}, nil
+	return &s3Store{c: c, loc: loc, partSize: partSize, sse: sse}, nil
 }
 
 func readCredential(dir, key string) (string, error) {
@@ -128,7 +194,8 @@ func (s *s3Store) Put(ctx context.Context, r io.Reader) (string, error) {
 
 // upload is Put's conditional multipart upload, after its stat.
 func (s *s3Store) upload(ctx context.Context, r io.Reader) (string, error) {
-	opts := minio.PutObjectOptions{PartSize: uint64(s.partSize), ContentType: "application/octet-stream"}
+	opts := minio.PutObjectOptions{PartSize: uint64(s.partSize), ContentType: "application/octet-stream",
+		ServerSideEncryption: s.sse}
 	opts.SetMatchETagExcept("*")
 	info, err := s.c.PutObject(ctx, s.loc.Bucket, s.loc.Key, r, -1, opts)
 	if isPreconditionFailed(err) {

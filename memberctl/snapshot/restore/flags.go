@@ -11,10 +11,7 @@ import (
 func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *agent.S3) {
 	fs.StringVar(&cfg.File, "file", "", "restore the snapshot in this file (on a mounted PVC)")
 	fs.StringVar(&s3.Endpoint, "s3-endpoint", "", "restore the snapshot from this S3-compatible store (http(s)://host[:port])")
-	fs.StringVar(&s3.Bucket, "s3-bucket", "", "S3 bucket")
-	fs.StringVar(&s3.Key, "s3-key", "", "S3 object key")
-	fs.StringVar(&s3.Region, "s3-region", "us-east-1", "S3 region")
-	fs.StringVar(&s3.CredentialsDir, "s3-credentials-dir", "", "directory with the files "+agent.AccessKeyIDKey+" and "+agent.SecretAccessKeyKey)
+	agent.BindS3Flags(fs, s3)
 	fs.StringVar(&cfg.SHA256, "sha256", "", "the snapshot's expected sha256 (hex); empty skips the check")
 	fs.StringVar(&cfg.ETag, "etag", "", "the S3 object's expected ETag; only that object is read (If-Match); empty reads whatever the key holds")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "the new member's --data-dir; nothing is done if it already holds a member")

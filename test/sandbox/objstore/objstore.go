@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -36,8 +36,10 @@ const IP = "127.0.0.2"
 
 // Server is one running SeaweedFS with its S3 gateway on loopback.
 type Server struct {
-	// Endpoint is the S3 URL, http://<IP>:<port>.
+	// Endpoint is the S3 URL, http://<IP>:<port> (https:// with Options.TLS).
 	Endpoint string
+	// CAFile is the PEM CA that signed the server's certificate (Options.TLS), else empty.
+	CAFile string
 	// AccessKey and SecretKey are the one admin identity.
 	AccessKey, SecretKey string
 	// Dir holds the data and weed.log.
@@ -74,7 +76,10 @@ func trimNewline(b []byte) []byte {
 
 // Start runs `weed server -filer -s3` in dir, every port on IP, and
 // waits until the S3 gateway serves authenticated requests.
-func Start(ctx context.Context, dir string) (*Server, error) {
+func Start(ctx context.Context, dir string) (*Server, error) { return StartWith(ctx, dir, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -104,24 +109,35 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command(bin, "server",
-		"-ip="+IP, "-ip.bind="+IP, "-dir="+data,
+	var tlsArgs []string
+	scheme := "http://"
+	if o.TLS {
+		ca, cert, key, err := writeTLS(dir)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: TLS: %w", err)
+		}
+		// With a certificate, weed serves S3 over TLS only, on -s3.port.
+		tlsArgs = []string{"-s3.cert.file=" + cert, "-s3.key.file=" + key}
+		s.CAFile, scheme = ca, "https://"
+	}
+	cmd := exec.Command(bin, append([]string{"server",
+		"-ip=" + IP, "-ip.bind=" + IP, "-dir=" + data,
 		// Never report anything to the internet.
 		"-master.telemetry=false",
-		"-master.port="+p(0), "-master.port.grpc="+p(1),
+		"-master.port=" + p(0), "-master.port.grpc=" + p(1),
 		// Small volumes: the default reserves 30 GiB per volume.
 		"-master.volumeSizeLimitMB=64", "-volume.max=16",
-		"-volume.port="+p(2), "-volume.port.grpc="+p(3),
-		"-filer", "-filer.port="+p(4), "-filer.port.grpc="+p(5),
-		"-s3", "-s3.port="+p(6), "-s3.port.grpc="+p(7), "-s3.config="+cfg,
+		"-volume.port=" + p(2), "-volume.port.grpc=" + p(3),
+		"-filer", "-filer.port=" + p(4), "-filer.port.grpc=" + p(5),
+		"-s3", "-s3.port=" + p(6), "-s3.port.grpc=" + p(7), "-s3.config=" + cfg,
 		// The Iceberg and Lance endpoints are unused here.
-		"-s3.port.iceberg=0", "-s3.port.lance=0")
+		"-s3.port.iceberg=0", "-s3.port.lance=0"}, tlsArgs...)...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	if s.p, err = proc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("objstore: start weed: %w", err)
 	}
-	s.Endpoint = "http://" + IP + ":" + p(6)
+	s.Endpoint = scheme + IP + ":" + p(6)
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		out, _ := os.ReadFile(log.Name())
@@ -181,8 +197,14 @@ func (s *Server) waitReady(ctx context.Context) error {
 
 // Client is an S3 client of the admin identity.
 func (s *Server) Client() (*minio.Client, error) {
-	return minio.New(s.Endpoint[len("http://"):], &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
-		Region: "us-east-1", BucketLookup: minio.BucketLookupPath, Transport: http.DefaultTransport})
+	tr, err := s.transport()
+	if err != nil {
+		return nil, err
+	}
+	host, secure := strings.TrimPrefix(s.Endpoint, "http://"), strings.HasPrefix(s.Endpoint, "https://")
+	host = strings.TrimPrefix(host, "https://")
+	return minio.New(host, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath, Transport: tr, Secure: secure})
 }
 
 // MakeBucket creates a bucket.

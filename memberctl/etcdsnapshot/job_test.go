@@ -1,0 +1,44 @@
+package etcdsnapshot
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+)
+
+// TestJobMountsOnlyTheCABundleKeyAndAsksForEncryption: the snapshot Job
+// mounts the one key of the CA Secret read-only, passes its path and the
+// encryption to the agent.
+func TestJobMountsOnlyTheCABundleKeyAndAsksForEncryption(t *testing.T) {
+	s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s1"},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "c"},
+			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: "https://s3:9000/", Bucket: "b", Key: "p/",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"},
+				CABundleSecretRef:    &v1alpha1.SecretKeyRef{Name: "storage-ca"}, // key defaulted by the CRD; empty here
+				ServerSideEncryption: &v1alpha1.ServerSideEncryption{Type: v1alpha1.SSEKMS, KMSKeyID: "alias/k"}}}}}
+	m := v1alpha1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c-0"}, Spec: v1alpha1.EtcdMemberSpec{ClusterName: "c"}}
+	pod := BuildJob(s, []v1alpha1.EtcdMember{m}, DefaultOptions()).Spec.Template.Spec
+	args := strings.Join(pod.Containers[0].Args, " ") + " "
+	for _, want := range []string{"--s3-ca-file=" + s3CADir + "/ca.crt ", "--s3-sse=SSE-KMS ", "--s3-sse-kms-key-id=alias/k "} {
+		if !strings.Contains(args, want) {
+			t.Errorf("agent args %q lack %q", args, want)
+		}
+	}
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "storage-ca" })
+	if i < 0 {
+		t.Fatalf("no CA Secret volume: %+v", pod.Volumes)
+	}
+	if items := pod.Volumes[i].Secret.Items; len(items) != 1 || items[0].Key != "ca.crt" {
+		t.Errorf("CA volume items %+v: want the one key ca.crt", items)
+	}
+	if !slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(vm corev1.VolumeMount) bool {
+		return vm.Name == pod.Volumes[i].Name && vm.MountPath == s3CADir && vm.ReadOnly
+	}) {
+		t.Errorf("CA volume not mounted read-only at %s: %+v", s3CADir, pod.Containers[0].VolumeMounts)
+	}
+}
