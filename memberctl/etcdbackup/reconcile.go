@@ -117,22 +117,13 @@ func snapshotsOf(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdClu
 // from due, so a reconcile on a cache that does not show it yet finds it
 // exists instead of starting a second one.
 func createSnapshot(ctx context.Context, cl *workload.Cluster, ec *v1alpha1.EtcdCluster, due time.Time) error {
-	loc := Location(ec)
-	s := &v1alpha1.EtcdSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: snapshotName(ec.Name, due), Namespace: ec.Namespace,
-			Labels:      map[string]string{v1alpha1.LabelCluster: ec.Name, v1alpha1.LabelScheduled: "true"},
-			Annotations: map[string]string{v1alpha1.AnnotationScheduledAt: rfc3339(due)},
-			// Set at creation, so that no window leaves a stored object unowned.
-			Finalizers: []string{v1alpha1.FinalizerSnapshotCleanup}},
-		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: ec.Name}, Location: loc,
-			DeletionPolicy: v1alpha1.DeletionDelete},
-	}
-	if err := controllerutil.SetControllerReference(ec, s, cl.Client.Scheme()); err != nil {
+	s, err := NewSnapshot(ec, snapshotName(ec.Name, due), cl.Client.Scheme())
+	if err != nil {
 		return err
 	}
-	// A foreground deletion of the cluster must not wait for its backups.
-	s.OwnerReferences[0].BlockOwnerDeletion = ptr.To(false)
-	err := cl.Client.Create(ctx, s)
+	s.Labels[v1alpha1.LabelScheduled] = "true"
+	s.Annotations = map[string]string{v1alpha1.AnnotationScheduledAt: rfc3339(due)}
+	err = cl.Client.Create(ctx, s)
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -200,11 +191,14 @@ func writeStatus(ctx context.Context, cl *workload.Cluster, orig, ec *v1alpha1.E
 }
 
 // NewSnapshot is an EtcdSnapshot of ec named name, stored where spec.backup
-// stores its scheduled ones (Location) and owned like them
-// (deletionPolicy Delete with the cleanup finalizer, a controller reference
-// that does not block the cluster's deletion), but not labelled scheduled:
-// retention never prunes it and the schedule does not wait on it. The
-// cluster reconciler takes one before a roll. ec.Spec.Backup must be set.
+// stores its snapshots (Location) and owned like them: deletionPolicy
+// Delete with the cleanup finalizer set at creation, so that no window
+// leaves a stored object unowned, and a controller reference that does
+// not block the cluster's deletion (a foreground deletion of the cluster
+// must not wait for its backups). The scheduled ones are labelled so;
+// the cluster reconciler's (before a roll, of a survivor) are not:
+// retention never prunes them and the schedule does not wait on them.
+// ec.Spec.Backup must be set.
 func NewSnapshot(ec *v1alpha1.EtcdCluster, name string, scheme *runtime.Scheme) (*v1alpha1.EtcdSnapshot, error) {
 	s := &v1alpha1.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ec.Namespace,

@@ -9,9 +9,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdbackup"
@@ -137,16 +135,12 @@ func (p *pass) survivorSnapshot(ctx context.Context, m *v1alpha1.EtcdMember) (*v
 	if err == nil || !apierrors.IsNotFound(err) {
 		return s, err
 	}
-	s = &v1alpha1.EtcdSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
-			Labels: map[string]string{v1alpha1.LabelCluster: p.ec.Name}},
-		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: p.ec.Name},
-			Location: etcdbackup.Location(p.ec), DeletionPolicy: v1alpha1.DeletionRetain, MemberName: m.Name},
-	}
-	if err := controllerutil.SetControllerReference(p.ec, s, p.cl.Client.Scheme()); err != nil {
+	s, err = etcdbackup.NewSnapshot(p.ec, key.Name, p.cl.Client.Scheme())
+	if err != nil {
 		return nil, err
 	}
-	s.OwnerReferences[0].BlockOwnerDeletion = ptr.To(false)
+	// Kept when deleted: it may be the only copy of the data.
+	s.Spec.DeletionPolicy, s.Finalizers, s.Spec.MemberName = v1alpha1.DeletionRetain, nil, m.Name
 	if err := p.cl.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create the snapshot of survivor %s: %w", m.Name, err)
 	}

@@ -2,13 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -18,7 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"k8s.io/client-go/util/cert"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 	"github.com/etcdfleet/etcdfleet/test/sandbox/objstore"
@@ -90,20 +84,15 @@ func TestSnapshotToS3BehindAPrivateCA(t *testing.T) {
 	}
 }
 
-// otherCA is a PEM CA certificate that signed nothing of the test's.
+// otherCA is a PEM bundle (a self-signed pair's serving certificate and
+// CA) that signed nothing of the test's.
 func otherCA(t *testing.T) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	crt, _, err := cert.GenerateSelfSignedCertKey("other.example", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "other CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return crt
 }
 
 // recorder is a reverse proxy in front of the store that keeps the SSE
