@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +81,12 @@ func (st *run) step(ctx context.Context) (ctrl.Result, error) {
 	err := st.cl.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: JobName(s.Name)}, job)
 	switch {
 	case apierrors.IsNotFound(err) && s.Status.Phase == v1alpha1.SnapshotStarted:
+		// The cache may simply not have seen the Job this reconciler just
+		// created (the Started status write can reach us first); only the
+		// apiserver can say it is gone.
+		if gone, err := st.jobGone(ctx); err != nil || !gone {
+			return ctrl.Result{RequeueAfter: time.Second}, err
+		}
 		// The Job went away before it reported (deleted by hand, or its
 		// TTL passed while we were away): the outcome is unknown, and a
 		// snapshot runs at most once.
@@ -269,4 +276,15 @@ func onlyMember(all []v1alpha1.EtcdMember, name string) []v1alpha1.EtcdMember {
 		}
 	}
 	return nil
+}
+
+// jobGone asks the apiserver, not the cache, whether the snapshot's Job
+// is gone.
+func (st *run) jobGone(ctx context.Context) (bool, error) {
+	job := &batchv1.Job{}
+	err := st.cl.Reader.Get(ctx, types.NamespacedName{Namespace: st.s.Namespace, Name: JobName(st.s.Name)}, job)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
 }

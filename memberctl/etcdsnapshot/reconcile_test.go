@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
@@ -120,6 +121,31 @@ var _ = Describe("EtcdSnapshot reconciler", func() {
 		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotFailed))
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, &batchv1.Job{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Job after a final phase: %v", err)
+	})
+
+	It("does not take a Job its cache has not seen yet for a lost one", func(ctx SpecContext) {
+		ns := env.NewNamespace(ctx, "snap-test")
+		runningCluster(ctx, ns)
+		s := newSnapshot(ns)
+		Expect(env.Client.Create(ctx, s)).To(Succeed())
+		reconcileOnce(ctx, s) // Started, with its Job on the apiserver
+
+		// The cache lags: its Jobs are not there yet, the apiserver's are.
+		lagging := interceptor.NewClient(env.Client, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*batchv1.Job); ok {
+					return apierrors.NewNotFound(batchv1.Resource("jobs"), key.Name)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			}})
+		cl := &workload.Cluster{Client: lagging, Reader: env.Client, Recorder: record.NewFakeRecorder(100)}
+		lag := &Reconciler{Clusters: workload.Static{C: cl}, Options: DefaultOptions()}
+		res, err := lag.Reconcile(ctx, "", client.ObjectKeyFromObject(s))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "looks again once the cache caught up")
+		got := &v1alpha1.EtcdSnapshot{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(s), got)).To(Succeed())
+		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotStarted))
 	})
 
 	It("records the artifact from the succeeded Pod's termination message", func(ctx SpecContext) {
