@@ -111,6 +111,12 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 	case p != nil && needsRoll(p, m):
 		return s.rollMember(ctx, p)
 	case p == nil:
+		if ran, err := s.memoryMemberRan(ctx); err != nil || ran {
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			return s.replaceLostMemoryMember(ctx, podGone)
+		}
 		if lost, err := s.claimLost(ctx); err != nil || lost {
 			if err != nil {
 				return ctrl.Result{}, err
@@ -136,6 +142,26 @@ func (s *run) pod(ctx context.Context) (*corev1.Pod, error) {
 		return nil, nil
 	}
 	return p, err
+}
+
+// memoryMemberRan reports whether a memory member without a Pod already
+// ran one, asking the apiserver: the cached member can predate the status
+// write that recorded its Pod's UID (the terminal-Pod flow records it just
+// before the delete), and a Pod created from that stale view would start
+// the old member ID on an empty tmpfs. On true, s.m is the live member.
+func (s *run) memoryMemberRan(ctx context.Context) (bool, error) {
+	if !isMemory(s.m) {
+		return false, nil
+	}
+	live := &v1alpha1.EtcdMember{}
+	if err := s.cl.Reader.Get(ctx, client.ObjectKeyFromObject(s.m), live); err != nil {
+		return false, err
+	}
+	if live.Status.PodUID == "" {
+		return false, nil
+	}
+	s.m, s.orig = live, live.DeepCopy()
+	return true, nil
 }
 
 // parent returns the member's EtcdCluster, or nil when it is gone.

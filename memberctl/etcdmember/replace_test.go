@@ -125,6 +125,18 @@ var _ = Describe("terminal-Pod replacement", func() {
 })
 
 var _ = Describe("pod-loss replacement", func() {
+	It("never recreates the Pod of a memory member under its old ID when the cached member predates its recorded Pod UID", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		stale := h.member("ec-0")
+		stale.Status.PodUID = "" // as read before the Pod's UID was recorded
+		h.cache.staleMember = stale
+		h.losePod("ec-0")
+
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0")).To(BeNil(), "no Pod started on an empty tmpfs with the old member ID")
+		Expect(h.removing("ec-0")).To(BeTrue(), "replaced by a new member with a new ID instead")
+	})
+
 	It("removes nothing when the Pod only dropped out of the label-filtered cache", func() {
 		h := newHarness(v1alpha1.StorageMediumMemory, 3)
 		p := h.pod("ec-0")

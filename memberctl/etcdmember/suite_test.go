@@ -123,14 +123,20 @@ type cacheClient struct {
 	mu          sync.Mutex
 	failDeletes int
 	frozen      *v1alpha1.EtcdCluster
+	// staleMember, when set, is what the cache still says of that member.
+	staleMember *v1alpha1.EtcdMember
 }
 
 func (c *cacheClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.mu.Lock()
-	frozen := c.frozen
+	frozen, stale := c.frozen, c.staleMember
 	c.mu.Unlock()
 	if ec, ok := obj.(*v1alpha1.EtcdCluster); ok && frozen != nil {
 		frozen.DeepCopyInto(ec)
+		return nil
+	}
+	if m, ok := obj.(*v1alpha1.EtcdMember); ok && stale != nil && stale.Name == key.Name {
+		stale.DeepCopyInto(m)
 		return nil
 	}
 	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
