@@ -97,7 +97,8 @@
 //     waits when it would cost quorum or when no member answers at all,
 //     which may be our network rather than etcd. The gate is told the real
 //     quorum state. A crash-looping member is replaced only while the other
-//     voters hold quorum by the same live reading.
+//     voters hold quorum by the same live reading, counting only voters
+//     that do not crash-loop themselves (one can answer between crashes).
 //   - One removal per etcd cluster. Crash-loop and pod-loss replacements
 //     take a lease, EtcdCluster status.replacing, in the same status update
 //     as their record, with the resourceVersion read: of two workers (in one

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
@@ -98,10 +99,21 @@ func (q quorumView) String() string {
 	return fmt.Sprintf("%d of %d voters healthy without it, %d needed", q.healthyOthers, q.voters, etcd.Majority(q.voters))
 }
 
+// quorumAsk says whom liveQuorum counts.
+type quorumAsk struct {
+	// self asks the member itself too (see answering).
+	self bool
+	// steadyOnly leaves out other voters whose etcd crash-loops: one that
+	// answers in the second between two crashes holds no quorum. Decisions
+	// that take a member down while it may still serve (a crash-loop or
+	// node-loss replacement, a roll) set it.
+	steadyOnly bool
+}
+
 // liveQuorum reads the members from the apiserver and etcd's membership
 // and health through the other members (and the member itself with
-// askSelf; see answering).
-func (s *run) liveQuorum(ctx context.Context, askSelf bool) (quorumView, error) {
+// ask.self; see answering).
+func (s *run) liveQuorum(ctx context.Context, ask quorumAsk) (quorumView, error) {
 	members, err := etcd.Members(ctx, s.cl.Reader, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
 		return quorumView{}, err
@@ -131,8 +143,39 @@ func (s *run) liveQuorum(ctx context.Context, askSelf bool) (quorumView, error) 
 		}
 	}
 	q.voters = len(voters)
-	q.healthyOthers, q.selfHealthy = s.answering(ctx, t, voters, askSelf)
+	asked := voters
+	if ask.steadyOnly {
+		if asked, err = s.steady(ctx, voters); err != nil {
+			return quorumView{}, err
+		}
+	}
+	q.healthyOthers, q.selfHealthy = s.answering(ctx, t, asked, ask.self)
 	return q, nil
+}
+
+// steady returns the voters other than this member whose live Pod is not
+// crash-looping (nil entries, voters without an EtcdMember, are dropped:
+// they are not asked anyway). The member itself is kept; it is only asked
+// with quorumAsk.self.
+func (s *run) steady(ctx context.Context, voters []*v1alpha1.EtcdMember) ([]*v1alpha1.EtcdMember, error) {
+	var out []*v1alpha1.EtcdMember
+	for _, v := range voters {
+		if v == nil {
+			continue
+		}
+		if v.Name != s.m.Name {
+			p := &corev1.Pod{}
+			err := s.cl.Reader.Get(ctx, types.NamespacedName{Namespace: v.Namespace, Name: v.Name}, p)
+			if client.IgnoreNotFound(err) != nil {
+				return nil, err
+			}
+			if err == nil && pod.EtcdContainerCrashing(p, s.r.Options.CrashLoopRestarts, s.now) {
+				continue
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // answering asks the voters for their status at once, so that any number

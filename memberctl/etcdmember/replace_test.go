@@ -2,11 +2,13 @@ package etcdmember
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -188,6 +190,24 @@ var _ = Describe("pod-loss replacement", func() {
 		h.reconcile("ec-0")
 		Expect(h.removing("ec-0")).To(BeFalse())
 		Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("quorum holds only with it"))
+	})
+})
+
+var _ = Describe("crash-loop replacement", func() {
+	It("does not count a voter that answers between its own crashes towards quorum", func() {
+		h := newHarness("", 3)
+		h.crashLoop("ec-0")
+		between := running(true, 7) // ec-1 is up for a moment, and answers
+		between.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
+			Reason: "Error", ExitCode: 1, FinishedAt: metav1.NewTime(h.now.Add(-2 * time.Second))}
+		h.setPod("ec-1", between)
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeFalse(), "without ec-0 only ec-2 is steady: no quorum")
+		Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("1 of 3 voters healthy without it"))
+
+		h.now = h.now.Add(time.Minute) // ec-1 has stayed up since
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeTrue())
 	})
 })
 

@@ -130,7 +130,7 @@ func (s *run) removeMember(ctx context.Context, j job, event string, because fun
 // node: neither is asked itself).
 func (s *run) quorumWithoutSafety(ctx context.Context) (safety, error) {
 	// Only holdsWithout matters here: the member's own answer is not asked.
-	q, err := s.liveQuorum(ctx, false)
+	q, err := s.liveQuorum(ctx, quorumAsk{steadyOnly: true})
 	if err != nil {
 		return safety{}, err
 	}
@@ -154,7 +154,7 @@ func quorumWithout(q quorumView) (safety, error) {
 // nothing, and the gate serves the cluster first); never when etcd did not
 // answer at all, which may be our network rather than etcd.
 func (s *run) podLossSafety(ctx context.Context, askSelf bool) (safety, error) {
-	q, err := s.liveQuorum(ctx, askSelf)
+	q, err := s.liveQuorum(ctx, quorumAsk{self: askSelf})
 	switch {
 	case err != nil:
 		return safety{}, err

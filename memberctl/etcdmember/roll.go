@@ -134,7 +134,7 @@ func (s *run) rollMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error
 // which is the only way to change its version. A single memory member is
 // never rolled: it would lose every key.
 func (s *run) rollSafety(ctx context.Context) (safety, error) {
-	q, err := s.liveQuorum(ctx, false)
+	q, err := s.liveQuorum(ctx, quorumAsk{steadyOnly: true})
 	switch {
 	case err != nil:
 		return safety{}, err

@@ -1,6 +1,8 @@
 package pod
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -62,6 +64,27 @@ func EtcdContainerStuck(p *corev1.Pod, threshold int32) bool {
 		}
 	}
 	return true
+}
+
+// crashRecent is how long after its last crash a container that reached
+// the crash-loop threshold still counts as crash-looping although it is
+// Ready: longer than the kubelet's 10 s first back-off, so a container
+// that answers between two crashes is never taken for a steady one.
+const crashRecent = 30 * time.Second
+
+// EtcdContainerCrashing: the etcd container is stuck (EtcdContainerStuck),
+// or it is Ready now but restarted threshold times or more, the last time
+// less than crashRecent before now.
+func EtcdContainerCrashing(p *corev1.Pod, threshold int32, now time.Time) bool {
+	if EtcdContainerStuck(p, threshold) {
+		return true
+	}
+	cs := etcdStatus(p)
+	if cs == nil || cs.RestartCount < threshold || p.DeletionTimestamp != nil {
+		return false
+	}
+	t := cs.LastTerminationState.Terminated
+	return t != nil && now.Sub(t.FinishedAt.Time) < crashRecent
 }
 
 // TerminationReason says why p stopped, for recording with a replacement:

@@ -2,6 +2,7 @@ package pod
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,6 +99,31 @@ func TestEtcdContainerStuck(t *testing.T) {
 		}), false},
 	} {
 		if got := EtcdContainerStuck(tc.pod, DefaultStuckRestartThreshold); got != tc.want {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+}
+
+func TestEtcdContainerCrashing(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	endedAt := func(ago time.Duration) *corev1.ContainerStateTerminated {
+		return &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, FinishedAt: metav1.NewTime(now.Add(-ago))}
+	}
+	for name, tc := range map[string]struct {
+		cs   corev1.ContainerStatus
+		want bool
+	}{
+		"stuck": {corev1.ContainerStatus{RestartCount: 5,
+			LastTerminationState: corev1.ContainerState{Terminated: endedAt(time.Minute)}}, true},
+		"ready between two crashes": {corev1.ContainerStatus{RestartCount: 7, Ready: true,
+			LastTerminationState: corev1.ContainerState{Terminated: endedAt(2 * time.Second)}}, true},
+		"ready and steady since": {corev1.ContainerStatus{RestartCount: 7, Ready: true,
+			LastTerminationState: corev1.ContainerState{Terminated: endedAt(crashRecent)}}, false},
+		"ready after a few restarts": {corev1.ContainerStatus{RestartCount: 4, Ready: true,
+			LastTerminationState: corev1.ContainerState{Terminated: endedAt(time.Second)}}, false},
+		"ready, never crashed": {corev1.ContainerStatus{RestartCount: 9, Ready: true}, false},
+	} {
+		if got := EtcdContainerCrashing(podWith(etcdCS(tc.cs)), DefaultStuckRestartThreshold, now); got != tc.want {
 			t.Errorf("%s: %v", name, got)
 		}
 	}
