@@ -76,6 +76,20 @@ var _ = Describe("health", func() {
 		Expect(h.get(ec).Status.Health.LeaderChanges).To(BeZero())
 	})
 
+	It("measures the quota share from the exact database size, not the MiB shown", func() {
+		ec := h.newCluster(1)
+		h.converge(ec, 1)
+		name := h.members()[0].Name
+		// 3.9 MiB of a 4 MiB quota: etcd raises NOSPACE at the next write.
+		report(etcd.Status{DBSize: 4<<20 - 100<<10, QuotaBytes: 4 << 20}, name)
+		h.now = h.now.Add(healthEvery)
+		h.reconcile(ec)
+		cur := h.get(ec)
+		Expect(cur.Status.Health.DBSizeBytes).To(Equal(int64(3<<20)), "whole MiB")
+		Expect(cur.Status.Health.QuotaUsedPercent).To(Equal(int32(97)))
+		Expect(conditionReason(cur, v1alpha1.ConditionNearQuota)).To(Equal(v1alpha1.ReasonDatabaseNearQuota))
+	})
+
 	It("asks each member at most once per interval", func() {
 		ec := h.newCluster(3)
 		h.converge(ec, 3)

@@ -70,9 +70,9 @@ var _ = Describe("EtcdDefrag on a cluster out of space", func() {
 				g.Expect(e2eutil.Poke(ctx, c, cur)).To(Succeed())
 			}
 			g.Expect(alarm).NotTo(BeNil())
-			g.Expect(alarm.Reason).To(Equal(v1alpha1.ReasonAlarmNoSpace), alarm.Message)
+			g.Expect(alarm.Reason).To(Equal(v1alpha1.ReasonAlarmNoSpace), "%s", alarm.Message)
 			g.Expect(near).NotTo(BeNil())
-			g.Expect(near.Status).To(Equal(metav1.ConditionTrue), near.Message)
+			g.Expect(near.Status).To(Equal(metav1.ConditionTrue), "%s", near.Message)
 			g.Expect(cur.Status.Health.QuotaBytes).To(BeEquivalentTo(quota))
 		}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
 
