@@ -116,7 +116,10 @@ func expectHealedWithinBound(ctx context.Context, logs map[string]*e2eutil.PodLo
 		}
 	}
 	ds := auditedDeletes(before, rebootAt)
-	Expect(podKeys(ds)).To(Equal(podKeys(deletes(logs))), "the audit logs and the watches name the same deletes")
+	watched := podKeys(deletes(logs))
+	Expect(podKeys(ds)).To(Equal(watched), func() string {
+		return "the audit logs and the watches name the same deletes; what the apiservers logged of each Pod:\n" + podAuditTrail(rebootAt, watched)
+	})
 	worst1s := 0
 	for i := range ds {
 		for j := i; j < len(ds); j++ {

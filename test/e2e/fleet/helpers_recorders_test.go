@@ -19,6 +19,7 @@ import (
 
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
+	"github.com/etcdfleet/etcdfleet/test/sandbox"
 )
 
 // --- provider states, recorded --------------------------------------------
@@ -154,10 +155,13 @@ func deletes(logs map[string]*e2eutil.PodLog) []podDelete {
 // auditedDeletes lists the deletes of before's Pods that the workload
 // apiservers received since from, from any etcdfleet-manager process (by
 // its user agent: the sandbox kubelet's own final delete of each Pod is
-// not one) and answered 2xx (a repeated delete from a stale cache gets
-// 404 and acts on nothing), oldest first. They are timed by the audit
-// logs the suite's sandbox keeps: the apiservers' clock, free of the
-// watch's delivery lag and of this process's own load.
+// not one), one per Pod, oldest first. A 4xx answer acted on nothing (a
+// repeated delete from a stale cache gets 404); a 5xx may have: a manager
+// killed mid-request leaves the apiserver's etcd write done and its
+// answer undelivered. So each Pod's delete is its 2xx one, else its first
+// 5xx. They are timed by the audit logs the suite's sandbox keeps: the
+// apiservers' clock, free of the watch's delivery lag and of this
+// process's own load.
 func auditedDeletes(before map[string]map[string]types.UID, from time.Time) []podDelete {
 	GinkgoHelper()
 	prefix := "/api/v1/namespaces/" + etcdNS + "/pods/"
@@ -165,16 +169,44 @@ func auditedDeletes(before map[string]map[string]types.UID, from time.Time) []po
 	for w, pods := range before {
 		evs, err := sb.Cluster(w).Audit(from, time.Now().Add(time.Minute))
 		Expect(err).NotTo(HaveOccurred())
+		chosen := map[string]sandbox.AuditEvent{}
 		for _, e := range evs {
 			name, _, _ := strings.Cut(strings.TrimPrefix(e.RequestURI, prefix), "?")
-			if e.Verb != "delete" || !strings.HasPrefix(e.UserAgent, "etcdfleet-manager/") || !strings.HasPrefix(e.RequestURI, prefix) || pods[name] == "" || e.ResponseStatus.Code >= 300 {
+			code := e.ResponseStatus.Code
+			if e.Verb != "delete" || !strings.HasPrefix(e.UserAgent, "etcdfleet-manager/") || !strings.HasPrefix(e.RequestURI, prefix) || pods[name] == "" ||
+				(code >= 300 && code < 500) {
 				continue
 			}
+			if prev, ok := chosen[name]; !ok || (prev.ResponseStatus.Code >= 300 && code < 300) {
+				chosen[name] = e
+			}
+		}
+		for name, e := range chosen {
 			out = append(out, podDelete{Cluster: w, PodEvent: e2eutil.PodEvent{Type: watch.Deleted, Name: name, At: e.Received}})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
+}
+
+// podAuditTrail lists every request the apiservers logged for the named
+// Pods (cluster/name) since from: who sent it, what, and the answer.
+func podAuditTrail(from time.Time, keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		w, name, _ := strings.Cut(k, "/")
+		evs, err := sb.Cluster(w).Audit(from, time.Now().Add(time.Minute))
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", k, err)
+			continue
+		}
+		for _, e := range evs {
+			if strings.Contains(e.RequestURI, "/pods/"+name) && e.Verb != "get" && e.Verb != "watch" {
+				fmt.Fprintf(&b, "%s: %s %s %s by %s (%s) -> %d\n", k, e.Received.Format("15:04:05.000"), e.Verb, e.RequestURI, e.User.Username, e.UserAgent, e.ResponseStatus.Code)
+			}
+		}
+	}
+	return b.String()
 }
 
 // terminalPodsStay checks that every Pod of before in w is still there,
