@@ -7,12 +7,7 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
@@ -81,45 +76,23 @@ func (p *pass) verifiedSnapshot(ctx context.Context) (snapshotChoice, error) {
 }
 
 // checkStored reports whether the stored copy of s verified (ok), or why
-// not; neither means its check is under way (started here if needed).
+// not; neither means its check is under way (started if needed by
+// etcdsnapshot.Verification, the one owner of verify Jobs).
 func (p *pass) checkStored(ctx context.Context, s *v1alpha1.EtcdSnapshot) (ok bool, why string, err error) {
-	job := &batchv1.Job{}
-	err = p.cl.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: etcdsnapshot.VerifyJobName(s.Name)}, job)
+	out, err := etcdsnapshot.Verification(ctx, p.cl.Client, p.cl.Reader, s, p.snapshotOptions, p.now.Add(-verifyFresh))
 	switch {
-	case apierrors.IsNotFound(err):
-		return false, "", p.startVerify(ctx, s)
 	case err != nil:
 		return false, "", err
-	case job.DeletionTimestamp != nil:
-		return false, "", nil // a stale check going away; its successor starts next pass
-	case !metav1.IsControlledBy(job, s):
-		return false, "Job " + job.Name + " is in the way: it was not made for this snapshot", nil
-	}
-	out, err := etcdsnapshot.ReadVerifyJob(ctx, p.cl.Reader, s.Name, job)
-	switch {
-	case err != nil || !out.Done:
-		return false, "", err
-	case p.now.Sub(out.At) > verifyFresh:
-		err := p.cl.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
-			client.Preconditions{UID: &job.UID})
-		return false, "", client.IgnoreNotFound(err)
+	case out.InTheWay != "":
+		return false, out.InTheWay, nil
+	case !out.Done:
+		return false, "", nil
 	case out.Verified:
 		return true, "", nil
 	case out.Message == "":
 		return false, "its stored copy could not be read back", nil
 	}
 	return false, out.Message, nil
-}
-
-func (p *pass) startVerify(ctx context.Context, s *v1alpha1.EtcdSnapshot) error {
-	job := etcdsnapshot.BuildVerifyJob(s, p.snapshotOptions)
-	if err := controllerutil.SetControllerReference(s, job, p.cl.Client.Scheme()); err != nil {
-		return err
-	}
-	if err := p.cl.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("start the check of EtcdSnapshot %s: %w", s.Name, err)
-	}
-	return nil
 }
 
 // completeNewestFirst are the Complete snapshots of ec among snaps, the
