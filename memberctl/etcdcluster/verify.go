@@ -3,7 +3,6 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -56,7 +55,11 @@ func (p *pass) verifiedSnapshot(ctx context.Context) (snapshotChoice, error) {
 	if err := p.cl.Client.List(ctx, &list, client.InNamespace(p.ec.Namespace)); err != nil {
 		return snapshotChoice{}, fmt.Errorf("list EtcdSnapshots: %w", err)
 	}
-	snaps := completeNewestFirst(list.Items, p.ec)
+	all := make([]*v1alpha1.EtcdSnapshot, len(list.Items))
+	for i := range list.Items {
+		all[i] = &list.Items[i]
+	}
+	snaps := etcdsnapshot.CompleteNewestFirst(all, p.ec)
 	c := snapshotChoice{candidates: len(snaps)}
 	for _, s := range snaps {
 		ok, why, err := p.checkStored(ctx, s)
@@ -93,30 +96,6 @@ func (p *pass) checkStored(ctx context.Context, s *v1alpha1.EtcdSnapshot) (ok bo
 		return false, "its stored copy could not be read back", nil
 	}
 	return false, out.Message, nil
-}
-
-// completeNewestFirst are the Complete snapshots of ec among snaps, the
-// newest (by completedAt, then revision) first. Snapshots created before
-// ec are of an earlier cluster of the same name, and are never restored on
-// their own.
-func completeNewestFirst(snaps []v1alpha1.EtcdSnapshot, ec *v1alpha1.EtcdCluster) []*v1alpha1.EtcdSnapshot {
-	var out []*v1alpha1.EtcdSnapshot
-	for i := range snaps {
-		s := &snaps[i]
-		if s.Spec.ClusterRef.Name != ec.Name || s.Status.Phase != v1alpha1.SnapshotComplete || s.DeletionTimestamp != nil ||
-			s.Status.Artifact == nil || s.Status.CompletedAt == nil || s.CreationTimestamp.Before(&ec.CreationTimestamp) {
-			continue
-		}
-		out = append(out, s)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Status, out[j].Status
-		if !a.CompletedAt.Equal(b.CompletedAt) {
-			return b.CompletedAt.Before(a.CompletedAt)
-		}
-		return a.Artifact.Revision > b.Artifact.Revision
-	})
-	return out
 }
 
 // describeSkipped is what a restore or its refusal says of the newer

@@ -3,6 +3,7 @@ package etcdsnapshot
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -158,4 +159,28 @@ func startVerify(ctx context.Context, c client.Client, s *v1alpha1.EtcdSnapshot,
 		return fmt.Errorf("start the check of EtcdSnapshot %s: %w", s.Name, err)
 	}
 	return nil
+}
+
+// CompleteNewestFirst are the Complete snapshots of ec among snaps, the
+// newest (by completedAt, then revision) first: what a restore after total
+// loss tries in turn, and what a restore drill proves (the first).
+// Snapshots created before ec are of an earlier cluster of the same name,
+// and are never restored on their own.
+func CompleteNewestFirst(snaps []*v1alpha1.EtcdSnapshot, ec *v1alpha1.EtcdCluster) []*v1alpha1.EtcdSnapshot {
+	var out []*v1alpha1.EtcdSnapshot
+	for _, s := range snaps {
+		if s.Spec.ClusterRef.Name != ec.Name || s.Status.Phase != v1alpha1.SnapshotComplete || s.DeletionTimestamp != nil ||
+			s.Status.Artifact == nil || s.Status.CompletedAt == nil || s.CreationTimestamp.Before(&ec.CreationTimestamp) {
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Status, out[j].Status
+		if !a.CompletedAt.Equal(b.CompletedAt) {
+			return b.CompletedAt.Before(a.CompletedAt)
+		}
+		return a.Artifact.Revision > b.Artifact.Revision
+	})
+	return out
 }
