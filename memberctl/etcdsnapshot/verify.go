@@ -123,8 +123,9 @@ func ReadVerifyJob(ctx context.Context, r client.Reader, snap string, job *batch
 // spec.backup.verify): it returns the outcome of s's verify Job when that
 // ended at or after since; a Job that ended before is stale and deleted
 // (its successor starts at a later call), and with none a Job is started.
-// Until an outcome stands, Done is false. c writes, r reads the Job (the
-// apiserver: a cache may lag it), scheme sets s as the Job's controller.
+// Until an outcome stands, Done is false. c writes (its scheme sets s as
+// the Job's controller), r reads the Job and its Pods (the apiserver: a
+// cache may lag them).
 func Verification(ctx context.Context, c client.Client, r client.Reader, s *v1alpha1.EtcdSnapshot, o Options, since time.Time) (VerifyOutcome, error) {
 	job := &batchv1.Job{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: VerifyJobName(s.Name)}, job)
