@@ -92,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if p.scheduleErr != nil && (prev == nil || prev.Reason != v1alpha1.ReasonBackupInvalidSchedule || prev.Message != p.condition.Message) {
 		cl.Recorder.Eventf(ec, corev1.EventTypeWarning, v1alpha1.ReasonBackupInvalidSchedule, "%s", p.condition.Message)
 	}
-	drill, drillAgain, err := r.drill(ctx, cl, clusterName, ec, snaps)
+	drill, drillAgain, announce, err := r.drill(ctx, cl, clusterName, ec, snaps)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -105,19 +105,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if err := writeStatus(ctx, cl, orig, ec); err != nil {
 		return ctrl.Result{}, err
 	}
+	// Only once the drill's end is recorded: a conflict retries the
+	// reconcile, which would otherwise announce the same drill again.
+	announce()
 	return ctrl.Result{RequeueAfter: sooner(p.requeue, drillAgain)}, nil
 }
 
 // drill runs one step of the restore drill (spec.backup.verify) of ec and
 // sets its RestoreVerified condition; it returns the new
 // status.backup.verify, nil when no drill is asked for (then nothing runs
-// and the condition goes), and when to look again (0: at no set time).
+// and the condition goes), when to look again (0: at no set time), and
+// announce, the Event and metrics of a drill that ended, to call once the
+// status is written.
 func (r *Reconciler) drill(ctx context.Context, cl *workload.Cluster, clusterName string, ec *v1alpha1.EtcdCluster,
-	snaps []*v1alpha1.EtcdSnapshot) (*v1alpha1.RestoreDrillStatus, time.Duration, error) {
+	snaps []*v1alpha1.EtcdSnapshot) (_ *v1alpha1.RestoreDrillStatus, _ time.Duration, announce func(), _ error) {
+	announce = func() {}
 	if ec.Spec.Backup.Verify == nil {
 		meta.RemoveStatusCondition(&ec.Status.Conditions, v1alpha1.ConditionRestoreVerified)
 		forgetDrill(clusterName, ec)
-		return nil, 0, nil
+		return nil, 0, announce, nil
 	}
 	var prev *v1alpha1.RestoreDrillStatus
 	if ec.Status.Backup != nil {
@@ -132,7 +138,7 @@ func (r *Reconciler) drill(ctx context.Context, cl *workload.Cluster, clusterNam
 		}
 		out, err := etcdsnapshot.Verification(ctx, cl.Client, cl.Reader, st.check, o, st.status.LastScheduleTime.Time)
 		if err != nil {
-			return nil, 0, fmt.Errorf("restore drill of EtcdSnapshot %s: %w", st.check.Name, err)
+			return nil, 0, announce, fmt.Errorf("restore drill of EtcdSnapshot %s: %w", st.check.Name, err)
 		}
 		st.observe(out, now)
 	}
@@ -144,15 +150,19 @@ func (r *Reconciler) drill(ctx context.Context, cl *workload.Cluster, clusterNam
 			if c.Status == metav1.ConditionTrue {
 				kind = corev1.EventTypeNormal
 			}
-			cl.Recorder.Eventf(ec, kind, c.Reason, "%s", c.Message)
-			observeDrill(clusterName, ec, st)
+			msg := c.Message
+			announce = func() {
+				cl.Recorder.Eventf(ec, kind, c.Reason, "%s", msg)
+				observeDrill(clusterName, ec, st)
+			}
 		} else if st.scheduleErr != nil && (prevCond == nil || prevCond.Message != c.Message) {
-			cl.Recorder.Eventf(ec, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
+			msg := c.Message
+			announce = func() { cl.Recorder.Eventf(ec, corev1.EventTypeWarning, c.Reason, "%s", msg) }
 		}
 		c.ObservedGeneration = ec.Generation
 		meta.SetStatusCondition(&ec.Status.Conditions, *c)
 	}
-	return &st.status, st.requeue, nil
+	return &st.status, st.requeue, announce, nil
 }
 
 // sooner is the earlier of two requeues, 0 meaning none.
