@@ -65,6 +65,14 @@ func escalationsRefused(ctx context.Context, t *testing.T, w1 *sandbox.Cluster, 
 		e(&j.Spec.Template.ObjectMeta, &j.Spec.Template.Spec)
 		return ignore(sa.BatchV1().Jobs(ns).Create(ctx, j, dryRun))
 	})
+	// The verify Job (restore drill) adds a scratch emptyDir: the corpus
+	// on its shape is refused all the same (a hostPath, a privileged
+	// container, another command... in place of the drill's).
+	shapeRefused(t, "a verify Job", policyPrefix+"-jobs", func(e shapeEscalation) error {
+		j := k.goodVerifyJob()
+		e(&j.Spec.Template.ObjectMeta, &j.Spec.Template.Spec)
+		return ignore(sa.BatchV1().Jobs(ns).Create(ctx, j, dryRun))
+	})
 	for what, c := range k.badCreates(ctx) {
 		refused(t, what, c.policy, c.create())
 	}
@@ -109,6 +117,21 @@ func (k kindsUnderTest) goodJob() *batchv1.Job {
 	return j
 }
 
+// goodVerifyJob is the verify Job (total-loss check, restore drill) of a
+// Complete S3 snapshot of the cluster: the drill's emptyDir included.
+func (k kindsUnderTest) goodVerifyJob() *batchv1.Job {
+	snap := &etcdv1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: k.ns, Name: "adm-snap"},
+		Spec: etcdv1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: k.ec.Name},
+			Location: etcdv1.SnapshotLocation{S3: &etcdv1.S3Location{Endpoint: "https://s3.example.com", Bucket: "b", Key: "adm/",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"}}}}}
+	snap.Status.Phase = etcdv1.SnapshotComplete
+	snap.Status.Artifact = &etcdv1.SnapshotArtifact{SizeBytes: 4096, Revision: 7, ETag: "0123456789abcdef0123456789abcdef",
+		SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
+	j := etcdsnapshot.BuildVerifyJob(snap, etcdsnapshot.DefaultOptions())
+	j.OwnerReferences = controlledBy("EtcdSnapshot", snap.Name)
+	return j
+}
+
 func (k kindsUnderTest) goodServices() []*corev1.Service {
 	var out []*corev1.Service
 	for _, s := range []*corev1.Service{service.BuildHeadless(k.ec), service.BuildClient(k.ec)} {
@@ -129,6 +152,7 @@ func (k kindsUnderTest) goods(ctx context.Context) []goodObject {
 	goods := []goodObject{
 		{"a member's Pod, on its claim", func() error { return ignore(sa.CoreV1().Pods(ns).Create(ctx, k.goodPod(), dryRun)) }},
 		{"a snapshot Job", func() error { return ignore(sa.BatchV1().Jobs(ns).Create(ctx, k.goodJob(), dryRun)) }},
+		{"a verify Job (restore drill)", func() error { return ignore(sa.BatchV1().Jobs(ns).Create(ctx, k.goodVerifyJob(), dryRun)) }},
 		{"a data claim", func() error {
 			c := k.goodClaim()
 			c.Name, c.OwnerReferences[0].Name = "data-adm-1", "adm-1"

@@ -58,12 +58,17 @@ func snapshotCmd() *cobra.Command {
 	var s3 agent.S3
 	c := &cobra.Command{
 		Use:   agent.Subcommand,
-		Short: "Stream an etcd snapshot to S3 or a file, verify it by reading it back, and report it as the termination message (--delete removes a stored one, --check-sha256 checks one)",
+		Short: "Stream an etcd snapshot to S3 or a file, verify it by reading it back, and report it as the termination message (--delete removes a stored one, --check-sha256 checks one, with --drill-dir by restoring it into a throwaway etcd)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			agent.Finish(&cfg, &s3)
 			if cfg.Delete {
 				return agent.Delete(c.Context(), cfg)
+			}
+			if cfg.CheckSHA256 != "" && cfg.DrillDir != "" {
+				// A drill restores: etcdutl's restore and etcd's server
+				// live in package restore, which the manager never links.
+				return restore.Drill(c.Context(), cfg)
 			}
 			if cfg.CheckSHA256 != "" {
 				return agent.Check(c.Context(), cfg)

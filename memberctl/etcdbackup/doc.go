@@ -20,6 +20,13 @@
 // True BackupOnSchedule; False BackupBehindSchedule, BackupFailed,
 // BackupInvalidSchedule or BackupSuspended.
 //
+// Set spec.backup.verify (cron or interval, the same rules) for a restore
+// drill on its own schedule; read status.backup.verify and the
+// RestoreVerified condition: True RestoreDrillPassed (the revision and
+// duration in the message and status); False RestoreDrillFailed,
+// RestoreDrillSnapshotGone, RestoreDrillNoSnapshot, RestoreDrillBlocked or
+// BackupInvalidSchedule; Unknown RestoreDrillRunning for the first.
+//
 // # Implementation details
 //
 //   - makePlan decides a reconcile without I/O: the schedule, the
@@ -45,8 +52,21 @@
 //     file (memberctl/etcdsnapshot runs the cleanup Job). Their owner
 //     reference does not block the cluster's foreground deletion, and a
 //     cluster's deletion keeps the stored snapshots.
-//   - No polling: the only timed requeues are the next due time and the
-//     end of the grace of a run in flight.
+//   - No polling for backups: their only timed requeues are the next due
+//     time and the end of the grace of a run in flight.
+//   - Restore drill (drill.go): planDrill decides without I/O. At a due
+//     time (the newest, missed ones collapsing) it takes the cluster's
+//     newest Complete snapshot (etcdsnapshot.CompleteNewestFirst) and
+//     records its name and UID in status.backup.verify; until the drill
+//     ends, that snapshot's verify Job is read every drillPoll through
+//     etcdsnapshot.Verification (the Jobs are not watched), accepting only
+//     an outcome that ended after the due time. One drill at a time. The
+//     snapshot deleted or replaced (another UID) ends the drill
+//     (RestoreDrillSnapshotGone). Each drill that ends gives one Event of
+//     its reason and the etcdfleet_restore_drill_* metrics. The Job
+//     restores into a throwaway etcd inside its own Pod: nothing of the
+//     running cluster is dialled or written, and the workload credential
+//     needs no right the snapshot Jobs do not already use.
 //
 // # Trade-offs
 //

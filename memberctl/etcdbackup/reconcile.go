@@ -50,6 +50,9 @@ func DefaultOptions() Options {
 type Reconciler struct {
 	Clusters workload.Source
 	Options  Options
+	// Snapshot builds the restore drill's verify Jobs (its Image is
+	// etcdfleet's agent image); zero is etcdsnapshot.DefaultOptions.
+	Snapshot etcdsnapshot.Options
 }
 
 // Reconcile schedules, prunes and reports the backups of one EtcdCluster.
@@ -61,12 +64,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ec.DeletionTimestamp != nil {
+		forgetDrill(clusterName, ec)
 		return ctrl.Result{}, nil
 	}
 	orig := ec.DeepCopy()
 	if ec.Spec.Backup == nil {
 		ec.Status.Backup = nil
 		meta.RemoveStatusCondition(&ec.Status.Conditions, v1alpha1.ConditionBackedUp)
+		meta.RemoveStatusCondition(&ec.Status.Conditions, v1alpha1.ConditionRestoreVerified)
+		forgetDrill(clusterName, ec)
 		return ctrl.Result{}, writeStatus(ctx, cl, orig, ec)
 	}
 	snaps, err := snapshotsOf(ctx, cl, ec)
@@ -86,6 +92,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if p.scheduleErr != nil && (prev == nil || prev.Reason != v1alpha1.ReasonBackupInvalidSchedule || prev.Message != p.condition.Message) {
 		cl.Recorder.Eventf(ec, corev1.EventTypeWarning, v1alpha1.ReasonBackupInvalidSchedule, "%s", p.condition.Message)
 	}
+	drill, drillAgain, announce, err := r.drill(ctx, cl, clusterName, ec, snaps)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p.status.Verify = drill
 	ec.Status.Backup = &p.status
 	p.condition.ObservedGeneration = ec.Generation
 	meta.SetStatusCondition(&ec.Status.Conditions, p.condition)
@@ -94,7 +105,72 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if err := writeStatus(ctx, cl, orig, ec); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: p.requeue}, nil
+	// Only once the drill's end is recorded: a conflict retries the
+	// reconcile, which would otherwise announce the same drill again.
+	announce()
+	return ctrl.Result{RequeueAfter: sooner(p.requeue, drillAgain)}, nil
+}
+
+// drill runs one step of the restore drill (spec.backup.verify) of ec and
+// sets its RestoreVerified condition; it returns the new
+// status.backup.verify, nil when no drill is asked for (then nothing runs
+// and the condition goes), when to look again (0: at no set time), and
+// announce, the Event and metrics of a drill that ended, to call once the
+// status is written.
+func (r *Reconciler) drill(ctx context.Context, cl *workload.Cluster, clusterName string, ec *v1alpha1.EtcdCluster,
+	snaps []*v1alpha1.EtcdSnapshot) (_ *v1alpha1.RestoreDrillStatus, _ time.Duration, announce func(), _ error) {
+	announce = func() {}
+	if ec.Spec.Backup.Verify == nil {
+		meta.RemoveStatusCondition(&ec.Status.Conditions, v1alpha1.ConditionRestoreVerified)
+		forgetDrill(clusterName, ec)
+		return nil, 0, announce, nil
+	}
+	var prev *v1alpha1.RestoreDrillStatus
+	if ec.Status.Backup != nil {
+		prev = ec.Status.Backup.Verify
+	}
+	now := time.Now()
+	st := planDrill(ec, snaps, prev, now)
+	if st.check != nil {
+		o := r.Snapshot
+		if o.Image == "" {
+			o = etcdsnapshot.DefaultOptions()
+		}
+		out, err := etcdsnapshot.Verification(ctx, cl.Client, cl.Reader, st.check, o, st.status.LastScheduleTime.Time)
+		if err != nil {
+			return nil, 0, announce, fmt.Errorf("restore drill of EtcdSnapshot %s: %w", st.check.Name, err)
+		}
+		st.observe(out, now)
+	}
+	prevCond := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionRestoreVerified)
+	if c := st.condition; c != nil {
+		if st.status.CompletionTime != nil && (prev == nil || prev.CompletionTime == nil || !prev.CompletionTime.Equal(st.status.CompletionTime)) {
+			// A drill just ended (or could not start): once per drill.
+			kind := corev1.EventTypeWarning
+			if c.Status == metav1.ConditionTrue {
+				kind = corev1.EventTypeNormal
+			}
+			msg := c.Message
+			announce = func() {
+				cl.Recorder.Eventf(ec, kind, c.Reason, "%s", msg)
+				observeDrill(clusterName, ec, st)
+			}
+		} else if st.scheduleErr != nil && (prevCond == nil || prevCond.Message != c.Message) {
+			msg := c.Message
+			announce = func() { cl.Recorder.Eventf(ec, corev1.EventTypeWarning, c.Reason, "%s", msg) }
+		}
+		c.ObservedGeneration = ec.Generation
+		meta.SetStatusCondition(&ec.Status.Conditions, *c)
+	}
+	return &st.status, st.requeue, announce, nil
+}
+
+// sooner is the earlier of two requeues, 0 meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // snapshotsOf lists every EtcdSnapshot of ec, scheduled or not (the last

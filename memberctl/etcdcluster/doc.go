@@ -110,9 +110,11 @@
 // Complete EtcdSnapshot of the cluster), each with one Warning Event and
 // nothing else done. With spec.recovery.restoreOnTotalLoss and a
 // snapshot, the snapshot to restore is checked where it is stored
-// (verify.go): a Job of the snapshot (etcdsnapshot.BuildVerifyJob) reads
-// its object or file back, which must have the size and sha256 the
-// snapshot recorded (TotalLoss True VerifyingSnapshot meanwhile). The
+// (verify.go): a Job of the snapshot (etcdsnapshot.BuildVerifyJob, run
+// through etcdsnapshot.Verification, which the restore drill of
+// memberctl/etcdbackup shares) reads its object or file back, which must
+// have the size and sha256 the snapshot recorded, and restores it into a
+// throwaway etcd (TotalLoss True VerifyingSnapshot meanwhile). The
 // newest Complete snapshot is tried first; one that fails is passed over
 // for the next newest, and when none verifies the cluster is left as it
 // is with TotalLoss True NoVerifiedSnapshot and a Warning Event, the

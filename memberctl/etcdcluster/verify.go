@@ -3,16 +3,10 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
@@ -61,7 +55,11 @@ func (p *pass) verifiedSnapshot(ctx context.Context) (snapshotChoice, error) {
 	if err := p.cl.Client.List(ctx, &list, client.InNamespace(p.ec.Namespace)); err != nil {
 		return snapshotChoice{}, fmt.Errorf("list EtcdSnapshots: %w", err)
 	}
-	snaps := completeNewestFirst(list.Items, p.ec)
+	all := make([]*v1alpha1.EtcdSnapshot, len(list.Items))
+	for i := range list.Items {
+		all[i] = &list.Items[i]
+	}
+	snaps := etcdsnapshot.CompleteNewestFirst(all, p.ec)
 	c := snapshotChoice{candidates: len(snaps)}
 	for _, s := range snaps {
 		ok, why, err := p.checkStored(ctx, s)
@@ -81,69 +79,23 @@ func (p *pass) verifiedSnapshot(ctx context.Context) (snapshotChoice, error) {
 }
 
 // checkStored reports whether the stored copy of s verified (ok), or why
-// not; neither means its check is under way (started here if needed).
+// not; neither means its check is under way (started if needed by
+// etcdsnapshot.Verification, the one owner of verify Jobs).
 func (p *pass) checkStored(ctx context.Context, s *v1alpha1.EtcdSnapshot) (ok bool, why string, err error) {
-	job := &batchv1.Job{}
-	err = p.cl.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: etcdsnapshot.VerifyJobName(s.Name)}, job)
+	out, err := etcdsnapshot.Verification(ctx, p.cl.Client, p.cl.Reader, s, p.snapshotOptions, p.now.Add(-verifyFresh))
 	switch {
-	case apierrors.IsNotFound(err):
-		return false, "", p.startVerify(ctx, s)
 	case err != nil:
 		return false, "", err
-	case job.DeletionTimestamp != nil:
-		return false, "", nil // a stale check going away; its successor starts next pass
-	case !metav1.IsControlledBy(job, s):
-		return false, "Job " + job.Name + " is in the way: it was not made for this snapshot", nil
-	}
-	out, err := etcdsnapshot.ReadVerifyJob(ctx, p.cl.Reader, s.Name, job)
-	switch {
-	case err != nil || !out.Done:
-		return false, "", err
-	case p.now.Sub(out.At) > verifyFresh:
-		err := p.cl.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
-			client.Preconditions{UID: &job.UID})
-		return false, "", client.IgnoreNotFound(err)
+	case out.InTheWay != "":
+		return false, out.InTheWay, nil
+	case !out.Done:
+		return false, "", nil
 	case out.Verified:
 		return true, "", nil
 	case out.Message == "":
 		return false, "its stored copy could not be read back", nil
 	}
 	return false, out.Message, nil
-}
-
-func (p *pass) startVerify(ctx context.Context, s *v1alpha1.EtcdSnapshot) error {
-	job := etcdsnapshot.BuildVerifyJob(s, p.snapshotOptions)
-	if err := controllerutil.SetControllerReference(s, job, p.cl.Client.Scheme()); err != nil {
-		return err
-	}
-	if err := p.cl.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("start the check of EtcdSnapshot %s: %w", s.Name, err)
-	}
-	return nil
-}
-
-// completeNewestFirst are the Complete snapshots of ec among snaps, the
-// newest (by completedAt, then revision) first. Snapshots created before
-// ec are of an earlier cluster of the same name, and are never restored on
-// their own.
-func completeNewestFirst(snaps []v1alpha1.EtcdSnapshot, ec *v1alpha1.EtcdCluster) []*v1alpha1.EtcdSnapshot {
-	var out []*v1alpha1.EtcdSnapshot
-	for i := range snaps {
-		s := &snaps[i]
-		if s.Spec.ClusterRef.Name != ec.Name || s.Status.Phase != v1alpha1.SnapshotComplete || s.DeletionTimestamp != nil ||
-			s.Status.Artifact == nil || s.Status.CompletedAt == nil || s.CreationTimestamp.Before(&ec.CreationTimestamp) {
-			continue
-		}
-		out = append(out, s)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Status, out[j].Status
-		if !a.CompletedAt.Equal(b.CompletedAt) {
-			return b.CompletedAt.Before(a.CompletedAt)
-		}
-		return a.Artifact.Revision > b.Artifact.Revision
-	})
-	return out
 }
 
 // describeSkipped is what a restore or its refusal says of the newer

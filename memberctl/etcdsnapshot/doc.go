@@ -72,9 +72,17 @@
 //     for it: the cluster's reconcilers never look at deleted snapshots.
 //   - verify.go builds the Job (<snapshot>-verify, controlled by the
 //     EtcdSnapshot) that the EtcdCluster reconciler runs before a restore
-//     after total loss: the same agent with --check-sha256 (and --etag)
-//     reads the stored copy back against the artifact, without etcd access; ReadVerifyJob
-//     reads its outcome.
+//     after total loss, and memberctl/etcdbackup's restore drill on
+//     spec.backup.verify's schedule: the same agent with --check-sha256
+//     (and --etag, --check-revision, --drill-dir) reads the stored copy
+//     back against the artifact, restores it into a throwaway etcd on an
+//     emptyDir and reads its revision, without access to the cluster's
+//     members (restore.Drill). ReadVerifyJob reads its outcome (the
+//     revision and duration from the termination message). Verification
+//     is the one owner of these Jobs' lifecycle for both callers: it starts
+//     one, returns an outcome that ended at or after the caller's "since",
+//     and deletes an older one so that the next call starts afresh.
+//     CompleteNewestFirst is the order both try snapshots in.
 //
 // # Trade-offs
 //

@@ -129,7 +129,7 @@ func controllers() []controllerRow {
 			},
 			wake: func(o Options) <-chan event.TypedGenericEvent[gate.Request] { return o.SnapshotWake }},
 		{name: workload.BackupController, build: func(o Options) workload.Reconciler {
-			return &etcdbackup.Reconciler{Clusters: o.Clusters, Options: o.Backup}
+			return &etcdbackup.Reconciler{Clusters: o.Clusters, Options: o.Backup, Snapshot: o.Snapshot}
 		}},
 	}
 }

@@ -102,7 +102,9 @@ func Permissions() []Permission {
 			Why: "The EtcdDefrag reconciler writes the status of EtcdDefrags."},
 		{Group: "batch", Resource: "jobs", Verbs: with("create", "delete"), Policy: JobsPolicy,
 			Why: "Snapshot Jobs are created once; their TTL and garbage collection remove " +
-				"them. A failed cleanup Job is deleted to be replaced by a new try."},
+				"them. A failed cleanup Job is deleted to be replaced by a new try, and " +
+				"a verify Job (restore after total loss, restore drill) whose outcome is " +
+				"stale to be run again."},
 	}
 }
 

@@ -96,7 +96,9 @@ config/rbac/workload/cluster_role.yaml's.
   resources: ["etcddefrags/status"]
   verbs: ["update"]
 # Snapshot Jobs are created once; their TTL and garbage collection remove
-# them. A failed cleanup Job is deleted to be replaced by a new try.
+# them. A failed cleanup Job is deleted to be replaced by a new try, and a
+# verify Job (restore after total loss, restore drill) whose outcome is stale
+# to be run again.
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "delete"]

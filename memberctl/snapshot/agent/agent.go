@@ -76,6 +76,13 @@ type Config struct {
 	// Empty (artifacts recorded before ETags were) acts on whatever the
 	// key holds.
 	ETag string
+	// DrillDir, with CheckSHA256, makes the check a restore drill
+	// (restore.Drill): the snapshot is downloaded there, restored with
+	// etcdutl into a throwaway data dir there and served by a throwaway
+	// etcd, whose revision must be at least CheckRevision (the artifact's,
+	// read just before the snapshot was taken).
+	DrillDir      string
+	CheckRevision int64
 }
 
 // Result is what a successful run reports in its termination message.
@@ -145,13 +152,15 @@ func isSHA256Hex(s string) bool {
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res, err := run(ctx, cfg)
 	b, _ := json.Marshal(res)
-	return res, report(cfg, string(b), err)
+	return res, Report(cfg, string(b), err)
 }
 
 // report writes the outcome of a run to cfg.TerminationMessagePath, where
 // the controller reads it: ok on success, else the error. A failed write
 // fails a run that succeeded, since the controller would not learn of it.
-func report(cfg Config, ok string, err error) error {
+// Report writes the outcome of a run to cfg.TerminationMessagePath: ok,
+// or err's text. It returns err, or the failure to write.
+func Report(cfg Config, ok string, err error) error {
 	msg := ok
 	if err != nil {
 		msg = err.Error()

@@ -40,3 +40,31 @@ func TestCheck(t *testing.T) {
 		t.Error("a recorded sha256 that is not one passed")
 	}
 }
+
+// TestParseDrillResult: only what a drill writes is a result; the message
+// comes from a Pod of the workload cluster and its revision ends up in
+// RestoreVerified.
+func TestParseDrillResult(t *testing.T) {
+	if r, err := ParseDrillResult(`{"revision":51,"durationSeconds":0.7}`); err != nil || r.Revision != 51 || r.DurationSeconds != 0.7 {
+		t.Errorf("a drill's result: %+v, %v", r, err)
+	}
+	for _, msg := range []string{CheckedMessage, `{"revision":0,"durationSeconds":1}`, `{"revision":-3,"durationSeconds":1}`,
+		`{"revision":5,"durationSeconds":-1}`, `{"revision":"5"}`, ""} {
+		if r, err := ParseDrillResult(msg); err == nil {
+			t.Errorf("ParseDrillResult(%q) = %+v, want an error", msg, r)
+		}
+	}
+}
+
+// TestValidateCheckRefusesANegativeRevision: a drill's lower bound comes
+// from a status a person may write; a negative one is no artifact's.
+func TestValidateCheckRefusesANegativeRevision(t *testing.T) {
+	cfg := Config{File: "/x", CheckSHA256: strings.Repeat("a", 64), CheckSize: 1, CheckRevision: -1}
+	if err := ValidateCheck(cfg); err == nil {
+		t.Error("a negative recorded revision passed")
+	}
+	cfg.CheckRevision = 0
+	if err := ValidateCheck(cfg); err != nil {
+		t.Errorf("a valid check: %v", err)
+	}
+}

@@ -20,7 +20,7 @@ const DeletedMessage = "deleted"
 // retried cleanup succeeds. With cfg.ETag, an object with another ETag
 // is not the snapshot's and is left (ErrObjectChanged). It never dials etcd.
 func Delete(ctx context.Context, cfg Config) error {
-	return report(cfg, DeletedMessage, deleteStored(ctx, cfg))
+	return Report(cfg, DeletedMessage, deleteStored(ctx, cfg))
 }
 
 func deleteStored(ctx context.Context, cfg Config) error {

@@ -17,6 +17,12 @@
 // ParseResult reads it back. With Config.Delete (--delete), Delete
 // removes the stored snapshot instead (the cleanup Job of an EtcdSnapshot
 // with deletionPolicy Delete); a snapshot already gone counts as deleted.
+// With Config.CheckSHA256 (--check-sha256), Check reads a stored snapshot
+// back against what was recorded; with Config.DrillDir (--drill-dir) as
+// well, etcdfleet-agent runs memberctl/snapshot/restore.Drill instead (a
+// restore drill, which needs etcdutl and etcd's server, kept out of this
+// package because the manager imports it): its DrillResult
+// (ParseDrillResult) is the termination message.
 //
 // # Implementation details
 //

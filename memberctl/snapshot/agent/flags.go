@@ -33,6 +33,8 @@ const (
 	flagCheckSize   = "check-size"
 	flagETag        = "etag"
 	flagSingle      = "single-member"
+	flagDrillDir    = "drill-dir"
+	flagCheckRev    = "check-revision"
 )
 
 // BindFlags binds cfg to the subcommand's flags; S3 is set when
@@ -51,6 +53,8 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.StringVar(&cfg.CheckSHA256, flagCheckSHA256, "", "check the stored snapshot (S3 object or file) against this sha256 and --"+flagCheckSize+" instead of taking one; etcd is not dialled")
 	fs.Int64Var(&cfg.CheckSize, flagCheckSize, 0, "the size in bytes the stored snapshot must have (with --"+flagCheckSHA256+")")
 	fs.StringVar(&cfg.ETag, flagETag, "", "with --"+flagDelete+" or --"+flagCheckSHA256+": act only on the S3 object that has this ETag")
+	fs.StringVar(&cfg.DrillDir, flagDrillDir, "", "with --"+flagCheckSHA256+": also restore the stored snapshot into a throwaway etcd in this directory and read its revision (a restore drill)")
+	fs.Int64Var(&cfg.CheckRevision, flagCheckRev, 0, "with --"+flagDrillDir+": the revision the restored etcd must serve at least (the artifact's)")
 	fs.BoolVar(&cfg.SingleMember, flagSingle, false, "snapshot the one member in --"+flagEndpoints+", reading its revision from it alone (it may have no quorum)")
 	fs.StringVar(&cfg.TerminationMessagePath, flagTermMessage, "/dev/termination-log", "where the result (JSON) or the error is written")
 }
@@ -94,6 +98,10 @@ func Args(cfg Config) []string {
 		opt(flagCheckSize, strconv.FormatInt(cfg.CheckSize, 10))
 	}
 	opt(flagETag, cfg.ETag)
+	opt(flagDrillDir, cfg.DrillDir)
+	if cfg.CheckRevision != 0 {
+		opt(flagCheckRev, strconv.FormatInt(cfg.CheckRevision, 10))
+	}
 	opt(flagEndpoints, strings.Join(cfg.Endpoints, ","))
 	opt(flagCAFile, cfg.CAFile)
 	opt(flagCertFile, cfg.CertFile)

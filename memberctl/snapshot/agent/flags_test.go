@@ -24,7 +24,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	s3 := s3WithEverything()
 	want := agent.Config{Endpoints: []string{"https://a:2379", "https://b:2379"}, CAFile: "/ca", CertFile: "/c", KeyFile: "/k",
 		S3: &s3, PartSize: 6 << 20, Timeout: 7 * time.Minute, TerminationMessagePath: "/dev/termination-log",
-		CheckSHA256: "ab", CheckSize: 12, ETag: `"e"`}
+		CheckSHA256: "ab", CheckSize: 12, ETag: `"e"`, DrillDir: "/drill", CheckRevision: 41}
 	fs := pflag.NewFlagSet("snapshot-agent", pflag.ContinueOnError)
 	var got agent.Config
 	var gotS3 agent.S3

@@ -15,8 +15,23 @@
 //	err := restore.Run(ctx, restore.Config{File: "/restore/a.db", SHA256: sum, DataDir: "/var/lib/etcd",
 //		Name: m, PeerURLs: []string{peer}, InitialCluster: m + "=" + peer, InitialClusterToken: token})
 //
+// Drill is a restore drill, run by the verify Job of an EtcdSnapshot
+// (etcdfleet-agent snapshot-agent --check-sha256 --drill-dir):
+//
+//	err := restore.Drill(ctx, agent.Config{S3: s3, CheckSHA256: sum, CheckSize: n, ETag: etag,
+//		CheckRevision: rev, DrillDir: "/var/lib/etcdfleet-drill"})
+//
 // # Implementation details
 //
+//   - Run and Drill share fetchAndRestore: download with the ETag, size and
+//     sha256 checks, then etcdutl's restore. A drill proves exactly what a
+//     seed's restore would do.
+//   - Drill then starts a throwaway etcd (embed) on the restored data dir,
+//     peer and client listeners on 127.0.0.1 at ports the kernel picks
+//     (a Pod's network namespace may hold anything), reads its revision
+//     with one serializable Get, and requires it to be at least the one
+//     recorded before the snapshot was taken. It never dials the cluster,
+//     and removes its work dir.
 //   - A data dir that already holds a member is left alone
 //     (ErrAlreadyRestored): a restarted Pod keeps what it wrote since.
 //   - The snapshot is downloaded into a work dir inside the data dir (the only writable
@@ -29,5 +44,7 @@
 // # Trade-offs
 //
 // Linking etcdutl brings etcd's server packages into etcdfleet-agent (not
-// into the manager, which never imports this package).
+// into the manager, which never imports this package). A drill's etcd
+// holds the restored keyspace's index in memory, within the verify Job's
+// memory limit: a keyspace too large for it fails the drill.
 package restore

@@ -82,25 +82,46 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	file := filepath.Join(tmp, "snapshot.db")
-	if err := fetch(ctx, cfg, file); err != nil {
-		return err
-	}
 	// etcdutl refuses an existing output directory: restore beside it,
 	// then move the member directory in.
 	out := filepath.Join(tmp, "data")
-	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{SnapshotPath: file, Name: cfg.Name,
-		OutputDataDir: out, PeerURLs: cfg.PeerURLs, InitialCluster: cfg.InitialCluster,
-		InitialClusterToken: cfg.InitialClusterToken})
-	if err != nil {
-		return fmt.Errorf("etcdutl snapshot restore: %w", err)
+	src := stored{s3: cfg.S3, file: cfg.File, etag: cfg.ETag, sha256: cfg.SHA256}
+	if err := fetchAndRestore(ctx, src, tmp, out, cfg.Name, cfg.PeerURLs, cfg.InitialCluster, cfg.InitialClusterToken); err != nil {
+		return err
 	}
 	return os.Rename(filepath.Join(out, "member"), filepath.Join(cfg.DataDir, "member"))
 }
 
-// fetch copies the snapshot to file, checking its sha256 when known.
-func fetch(ctx context.Context, cfg Config, file string) error {
-	src, err := agent.OpenStored(ctx, cfg.S3, cfg.File, cfg.ETag)
+// stored is a stored snapshot and what its artifact recorded: only the
+// object with etag is read; sha256 and size, when set, must match.
+type stored struct {
+	s3         *agent.S3
+	file, etag string
+	sha256     string
+	size       int64
+}
+
+// fetchAndRestore downloads src into work (checking it) and writes a data
+// dir for member name at out with etcdutl's restore, which checks etcd's
+// own trailing hash. Both a seed's restore (Run) and a restore drill
+// (Drill) go through it, so a drill proves what a seed would do.
+func fetchAndRestore(ctx context.Context, src stored, work, out, name string, peers []string, initialCluster, token string) error {
+	file := filepath.Join(work, "snapshot.db")
+	if err := fetch(ctx, src, file); err != nil {
+		return err
+	}
+	err := snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{SnapshotPath: file, Name: name,
+		OutputDataDir: out, PeerURLs: peers, InitialCluster: initialCluster, InitialClusterToken: token})
+	if err != nil {
+		return fmt.Errorf("etcdutl snapshot restore: %w", err)
+	}
+	return nil
+}
+
+// fetch copies the snapshot to file, checking its sha256 and size when
+// known.
+func fetch(ctx context.Context, s stored, file string) error {
+	src, err := agent.OpenStored(ctx, s.s3, s.file, s.etag)
 	if err != nil {
 		return fmt.Errorf("open snapshot: %w", err)
 	}
@@ -111,11 +132,15 @@ func fetch(ctx context.Context, cfg Config, file string) error {
 	}
 	defer dst.Close()
 	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(dst, h), src); err != nil {
+	n, err := io.Copy(io.MultiWriter(dst, h), src)
+	if err != nil {
 		return fmt.Errorf("download snapshot: %w", err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); cfg.SHA256 != "" && got != cfg.SHA256 {
-		return fmt.Errorf("snapshot sha256 is %s, want %s", got, cfg.SHA256)
+	if s.size > 0 && n != s.size {
+		return fmt.Errorf("snapshot is %d bytes, want %d", n, s.size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); s.sha256 != "" && got != s.sha256 {
+		return fmt.Errorf("snapshot sha256 is %s, want %s", got, s.sha256)
 	}
 	return dst.Sync()
 }
