@@ -208,6 +208,21 @@ func PodReady(p *corev1.Pod) bool {
 	return false
 }
 
+// Pod returns Pod ns/name as the apiserver has it now (not a cache), and
+// fails the spec if it cannot be read.
+func Pod(ctx context.Context, c client.Client, ns, name string) *corev1.Pod {
+	GinkgoHelper()
+	p := &corev1.Pod{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+	return p
+}
+
+// PodNode names the Node that Pod ns/name is bound to.
+func PodNode(ctx context.Context, c client.Client, ns, name string) string {
+	GinkgoHelper()
+	return Pod(ctx, c, ns, name).Spec.NodeName
+}
+
 // PodUIDs returns the current Pod UID of every member of a cluster.
 func PodUIDs(ctx context.Context, c client.Client, ns, cluster string) map[string]types.UID {
 	GinkgoHelper()
