@@ -15,10 +15,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -33,16 +30,9 @@ var (
 	clients map[string]client.WithWatch
 )
 
-func TestFaults(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "node faults e2e Suite")
-}
-
-// Why each failed spec failed, at the end of the output where CI shows it.
-var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+func TestFaults(t *testing.T) { e2eutil.RunSuite(t, "node faults e2e Suite") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	sb = e2eutil.StartOperatedSandbox(ctx, "faults")
 	fleet, clients = sb.Fleet, sb.Clients
 }, NodeTimeout(3*time.Minute))

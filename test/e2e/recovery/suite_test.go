@@ -18,8 +18,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -37,16 +35,9 @@ var (
 	clients map[string]client.WithWatch
 )
 
-func TestRecovery(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "node loss and recovery e2e Suite")
-}
-
-// Why each failed spec failed, at the end of the output where CI shows it.
-var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+func TestRecovery(t *testing.T) { e2eutil.RunSuite(t, "node loss and recovery e2e Suite") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	sb = e2eutil.StartOperatedSandbox(ctx, cluster)
 	fleet, clients = sb.Fleet, sb.Clients
 	// A fourth Node, for "a long outage and a drain": it powers off the
