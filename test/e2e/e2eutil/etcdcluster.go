@@ -175,6 +175,16 @@ func (e *Etcd) ExpectKeys(ctx context.Context, prefix string, n int) {
 	}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 }
 
+// ExpectKeysIn dials ns/cluster's etcd afresh, waits until every key that
+// PutKeys(prefix, n) wrote reads back, and closes the connection: the
+// check after a fault that replaced the members an older client dialled.
+func ExpectKeysIn(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster, prefix string, n int) {
+	GinkgoHelper()
+	e := ConnectEtcd(ctx, cfg, c, ns, cluster)
+	defer e.Close()
+	e.ExpectKeys(ctx, prefix, n)
+}
+
 // describeMembers summarises member readiness for failure messages.
 func describeMembers(ctx context.Context, c client.Client, ns, cluster string) string {
 	var list v1alpha1.EtcdMemberList

@@ -116,9 +116,7 @@ var _ = Describe("faults", Ordered, func() {
 		for n := range ids {
 			Expect(log.Count(watch.Deleted)[n]).To(Equal(1), "Pod %s deleted exactly once", n)
 		}
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(3*time.Minute))
 
 	It("replaces a crash-looping member only while the others hold quorum", func(ctx SpecContext) {

@@ -138,9 +138,7 @@ func putKeys(ctx context.Context, ns, name string) {
 
 func expectKeys(ctx context.Context, ns, name string) {
 	GinkgoHelper()
-	e := e2eutil.ConnectEtcd(ctx, fleet.Cluster("faults").Config, clients["faults"], ns, name)
-	defer e.Close()
-	e.ExpectKeys(ctx, keyPrefix, keyCount)
+	e2eutil.ExpectKeysIn(ctx, fleet.Cluster("faults").Config, clients["faults"], ns, name, keyPrefix, keyCount)
 }
 
 func setPodLabel(ctx context.Context, c client.Client, ns, name, key, value string) {

@@ -64,9 +64,7 @@ var _ = Describe("a lost majority with a survivor", Ordered, func() {
 			Expect(ids).NotTo(HaveKey(n), "every member is new: the old ones, the survivor too, were removed")
 		}
 		Expect(sb.WarningEvents(ctx, cluster, ns, name, v1alpha1.ReasonRecoveringFromSurvivor)).NotTo(BeEmpty())
-		kv = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer kv.Close()
-		kv.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(9*time.Minute))
 
 	It("with the default Manual says MajorityLost and touches nothing", func(ctx SpecContext) {

@@ -49,8 +49,7 @@ var _ = Describe("a node that does not come back", func() {
 		}
 		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "ReplacingNodeLostMember")).NotTo(BeEmpty())
 		etcd.Close()
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 
 		By("the node booting finishes the old Pod's delete")
 		Eventually(func() bool {

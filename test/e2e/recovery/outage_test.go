@@ -91,9 +91,7 @@ var _ = Describe("a long outage and a drain", func() {
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		load.StopAndCheck()
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(6*time.Minute))
 })
 

@@ -39,9 +39,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		expectReplacedWithNewID(ctx, c, ns, name, victim, ids, load)
 		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "MemoryMemberLost")).NotTo(BeEmpty())
 		etcd.Close()
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(6*time.Minute))
 
 	It("of every node resumes a PVC cluster in place: same member IDs, every key, no Pod deleted", func(ctx SpecContext) {
@@ -69,9 +67,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 		Expect(e2eutil.PodUIDs(ctx, c, ns, name)).To(Equal(uids))
 		Expect(log.Count(watch.Deleted)).To(BeEmpty(), "no Pod deleted")
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(5*time.Minute))
 
 	It("of every node of a memory cluster says QuorumLost and TotalLoss, and without restoreOnTotalLoss revives no member under an old ID", func(ctx SpecContext) {
