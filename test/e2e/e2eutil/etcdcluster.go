@@ -175,6 +175,16 @@ func (e *Etcd) ExpectKeys(ctx context.Context, prefix string, n int) {
 	}).WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 }
 
+// ExpectKeysIn dials ns/cluster's etcd afresh, waits until every key that
+// PutKeys(prefix, n) wrote reads back, and closes the connection: the
+// check after a fault that replaced the members an older client dialled.
+func ExpectKeysIn(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster, prefix string, n int) {
+	GinkgoHelper()
+	e := ConnectEtcd(ctx, cfg, c, ns, cluster)
+	defer e.Close()
+	e.ExpectKeys(ctx, prefix, n)
+}
+
 // describeMembers summarises member readiness for failure messages.
 func describeMembers(ctx context.Context, c client.Client, ns, cluster string) string {
 	var list v1alpha1.EtcdMemberList
@@ -206,6 +216,21 @@ func PodReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// Pod returns Pod ns/name as the apiserver has it now (not a cache), and
+// fails the spec if it cannot be read.
+func Pod(ctx context.Context, c client.Client, ns, name string) *corev1.Pod {
+	GinkgoHelper()
+	p := &corev1.Pod{}
+	Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+	return p
+}
+
+// PodNode names the Node that Pod ns/name is bound to.
+func PodNode(ctx context.Context, c client.Client, ns, name string) string {
+	GinkgoHelper()
+	return Pod(ctx, c, ns, name).Spec.NodeName
 }
 
 // PodUIDs returns the current Pod UID of every member of a cluster.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -55,9 +57,11 @@ type OperatedSandbox struct {
 // workload CRDs and a kubelet that restarts containers quickly (200 ms
 // backoff, 1 s at most), then an administrator's client and an operator
 // (AccessFor) for each cluster, the operator as the ServiceAccount that
-// etcdfleetctl register installs, under its RBAC and admission policies. Call it from a BeforeSuite: the operators and the sandbox stop
-// when that node's cleanup runs (DeferCleanup). The operators run with
-// production's options (OperatorOptions).
+// etcdfleetctl register installs, under its RBAC and admission policies.
+// Call it from a BeforeSuite: the operators and the sandbox stop when that
+// node's cleanup runs (DeferCleanup). The operators run with production's
+// options (OperatorOptions) and log to GinkgoWriter (shown beside a failed
+// spec, or as it runs with -ginkgo.v).
 func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSandbox {
 	GinkgoHelper()
 	return StartOperatedSandboxWith(ctx, OperatorOptions(), clusters...)
@@ -68,6 +72,7 @@ func StartOperatedSandbox(ctx context.Context, clusters ...string) *OperatedSand
 // would otherwise wait out (say which and why where it does).
 func StartOperatedSandboxWith(ctx context.Context, opts operator.Options, clusters ...string) *OperatedSandbox {
 	GinkgoHelper()
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	fleet, err := sandbox.Start(ctx, sandbox.Options{
 		Clusters: clusters,
 		CRDDirs:  []string{WorkloadCRDDir()},

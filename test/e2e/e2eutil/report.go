@@ -15,9 +15,7 @@ const failureMessageMax = 3000
 // failure message and location once more, last. CI shows the end of a
 // failing package's output, where Ginkgo's own summary names the failed
 // specs but not why they failed; the message itself is far above, inside
-// the spec's timeline. Register it in every long suite:
-//
-//	var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+// the spec's timeline. RunSuite registers it for every e2e suite.
 func PrintFailures(r Report) {
 	for _, s := range r.SpecReports {
 		if !s.Failed() {

@@ -3,7 +3,8 @@
 // object storage, on what it does with etcd's data: EtcdSnapshots and
 // scheduled backups, restores at bootstrap and EtcdDefrags. Members'
 // lifecycle is test/e2e/memberctl's, their faults test/e2e/faults' and
-// the restore after total loss test/e2e/totalloss'; they run as separate
+// test/e2e/recovery's, and the restore after total loss
+// test/e2e/totalloss'; they run as separate
 // packages so that go test runs them side by side and none takes ten
 // minutes alone.
 package etcddata_test
@@ -13,10 +14,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -38,16 +36,9 @@ var (
 // alarm within a second of its poke instead of waiting out half a minute.
 const healthEvery = time.Second
 
-func TestEtcdData(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "etcd data e2e Suite")
-}
-
-// Why each failed spec failed, at the end of the output where CI shows it.
-var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+func TestEtcdData(t *testing.T) { e2eutil.RunSuite(t, "etcd data e2e Suite") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	opts := e2eutil.OperatorOptions()
 	opts.Cluster.HealthEvery = healthEvery
 	sb = e2eutil.StartOperatedSandboxWith(ctx, opts, "pf")

@@ -78,15 +78,15 @@ var _ = Describe("faults", Ordered, func() {
 		sb.StopOperator(cluster)
 		defer sb.StartOperator(cluster)
 		m := e2eutil.FirstMember(ctx, c, ns, name)
-		node := podNode(ctx, c, ns, m)
+		node := e2eutil.PodNode(ctx, c, ns, m)
 		Expect(fleet.Cluster(cluster).Kubelet.RebootNode(ctx, node, kubelet.RebootOptions{})).To(Succeed())
-		before := pod(ctx, c, ns, m)
+		before := e2eutil.Pod(ctx, c, ns, m)
 		Expect(before.Status.Phase).To(Equal(corev1.PodFailed))
 
 		r, req := failingStatusReconciler(ctx, cluster, ns, m)
 		_, err := r.Reconcile(ctx, "", req)
 		Expect(err).To(MatchError(ContainSubstring("injected")))
-		after := pod(ctx, c, ns, m)
+		after := e2eutil.Pod(ctx, c, ns, m)
 		Expect(after.UID).To(Equal(before.UID), "the Pod stays as the retry trigger")
 		Expect(after.DeletionTimestamp).To(BeNil())
 	}, SpecTimeout(3*time.Minute))
@@ -116,9 +116,7 @@ var _ = Describe("faults", Ordered, func() {
 		for n := range ids {
 			Expect(log.Count(watch.Deleted)[n]).To(Equal(1), "Pod %s deleted exactly once", n)
 		}
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(3*time.Minute))
 
 	It("replaces a crash-looping member only while the others hold quorum", func(ctx SpecContext) {

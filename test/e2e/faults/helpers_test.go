@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,16 +20,6 @@ func getMember(ctx context.Context, c client.Client, ns, name string) *v1alpha1.
 	m := &v1alpha1.EtcdMember{}
 	ExpectWithOffset(1, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m)).To(Succeed())
 	return m
-}
-
-func pod(ctx context.Context, c client.Client, ns, name string) *corev1.Pod {
-	p := &corev1.Pod{}
-	ExpectWithOffset(1, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
-	return p
-}
-
-func podNode(ctx context.Context, c client.Client, ns, name string) string {
-	return pod(ctx, c, ns, name).Spec.NodeName
 }
 
 func setAnnotation(ctx context.Context, c client.Client, ns, name, value string) {

@@ -64,13 +64,13 @@ var _ = Describe("replacement safety", Ordered, func() {
 		removals := watchRemovals(ctx, c, ns)
 		defer removals.stop()
 		victim := e2eutil.FirstMember(ctx, c, ns, name)
-		uid := pod(ctx, c, ns, victim).UID
+		uid := e2eutil.Pod(ctx, c, ns, victim).UID
 
 		setPodLabel(ctx, c, ns, victim, v1alpha1.LabelManagedBy, "someone-else") // the operator's cache filters on it
 		Eventually(func() string { return readyMessage(getMember(ctx, c, ns, victim)) }).WithTimeout(time.Minute).
 			Should(ContainSubstring("still exists although the cache does not list it"))
 		Consistently(func() []string { return removals.members() }).WithTimeout(10 * time.Second).Should(BeEmpty())
-		Expect(pod(ctx, c, ns, victim).UID).To(Equal(uid))
+		Expect(e2eutil.Pod(ctx, c, ns, victim).UID).To(Equal(uid))
 
 		setPodLabel(ctx, c, ns, victim, v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue)
 		e2eutil.WaitAvailable(ctx, c, ns, name, time.Minute)
@@ -138,14 +138,12 @@ func putKeys(ctx context.Context, ns, name string) {
 
 func expectKeys(ctx context.Context, ns, name string) {
 	GinkgoHelper()
-	e := e2eutil.ConnectEtcd(ctx, fleet.Cluster("faults").Config, clients["faults"], ns, name)
-	defer e.Close()
-	e.ExpectKeys(ctx, keyPrefix, keyCount)
+	e2eutil.ExpectKeysIn(ctx, fleet.Cluster("faults").Config, clients["faults"], ns, name, keyPrefix, keyCount)
 }
 
 func setPodLabel(ctx context.Context, c client.Client, ns, name, key, value string) {
 	GinkgoHelper()
-	p := pod(ctx, c, ns, name)
+	p := e2eutil.Pod(ctx, c, ns, name)
 	patch := client.MergeFrom(p.DeepCopy())
 	p.Labels[key] = value
 	Expect(c.Patch(ctx, p, patch)).To(Succeed())

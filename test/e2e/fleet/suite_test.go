@@ -70,13 +70,7 @@ var (
 	}
 )
 
-func TestFleet(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "fleet e2e Suite")
-}
-
-// Why each failed spec failed, at the end of the output where CI shows it.
-var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+func TestFleet(t *testing.T) { e2eutil.RunSuite(t, "fleet e2e Suite") }
 
 // managerConfig is settings.Default() with timings shortened for the test.
 func managerConfig() settings.Config {

@@ -1,7 +1,9 @@
 // Package memberctl_test runs the single-cluster operator (memberctl)
 // against sandbox clusters with real kube-apiservers and real etcd, on its
 // members: the lifecycle over both ways of reaching etcd, and rolling
-// upgrades. Node faults are test/e2e/faults'; snapshots, backups, restores
+// upgrades. Crash loops, reboots and replacement safety are
+// test/e2e/faults'; power loss, node loss, outages and drains and a lost
+// majority's recovery test/e2e/recovery's; snapshots, backups, restores
 // at bootstrap and defragmentation test/e2e/etcddata's; the restore after
 // total loss test/e2e/totalloss'. They run as separate packages so that
 // go test runs them side by side.
@@ -12,10 +14,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -30,16 +29,9 @@ var (
 	clients map[string]client.WithWatch
 )
 
-func TestMemberctl(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "memberctl e2e Suite")
-}
-
-// Why each failed spec failed, at the end of the output where CI shows it.
-var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+func TestMemberctl(t *testing.T) { e2eutil.RunSuite(t, "memberctl e2e Suite") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	sb = e2eutil.StartOperatedSandbox(ctx, "pf", e2eutil.DirectCluster)
 	fleet, clients = sb.Fleet, sb.Clients
 }, NodeTimeout(3*time.Minute))

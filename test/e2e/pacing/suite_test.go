@@ -53,13 +53,7 @@ var (
 	wc = map[string]client.WithWatch{}
 )
 
-func TestPacing(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "snapshot pacing e2e Suite")
-}
-
-// Why each failed spec failed, at the end of the output where CI shows it.
-var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+func TestPacing(t *testing.T) { e2eutil.RunSuite(t, "snapshot pacing e2e Suite") }
 
 // managerConfig is settings.Default() with the snapshot concurrency under
 // test. Starts are spaced 100 ms apart, so that the spacing never hides

@@ -15,10 +15,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -40,16 +37,9 @@ var (
 // within a second of its poke instead of waiting out half a minute.
 const observeRevisionEvery = time.Second
 
-func TestTotalLoss(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "restore after total loss e2e Suite")
-}
-
-// Why each failed spec failed, at the end of the output where CI shows it.
-var _ = ReportAfterSuite("failures, last", e2eutil.PrintFailures)
+func TestTotalLoss(t *testing.T) { e2eutil.RunSuite(t, "restore after total loss e2e Suite") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	opts := e2eutil.OperatorOptions()
 	opts.Cluster.ObserveRevisionEvery = observeRevisionEvery
 	sb = e2eutil.StartOperatedSandboxWith(ctx, opts, "faults")

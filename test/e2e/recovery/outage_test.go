@@ -1,4 +1,4 @@
-package faults_test
+package recovery_test
 
 import (
 	"context"
@@ -25,13 +25,13 @@ import (
 // the first node's outage is under way, and the long outage takes the
 // other members' nodes with it.
 //
-// The "faults" cluster has a fourth Node (suite_test.go) that stays up:
+// The "recovery" cluster has a fourth Node (suite_test.go) that stays up:
 // with every Node down the node lifecycle controller evicts nothing, as
 // in a real cluster, and etcdfleet's Pods stay where they are.
 var _ = Describe("a long outage and a drain", func() {
 	It("holds a drain while a voter's node is down; evicts every member of a PVC cluster whose nodes stay off past tolerationSeconds, "+
 		"which come back on their claims with their IDs and every key; then lets the drain proceed", func(ctx SpecContext) {
-		const cluster, ns, name = "faults", "outage", "outage"
+		const ns, name = "outage", "outage"
 		c, cs := clients[cluster], fleet.Cluster(cluster).Clientset
 		k := fleet.Cluster(cluster).Kubelet
 		etcd, ids := startCluster(ctx, c, ns, name, false)
@@ -41,7 +41,7 @@ var _ = Describe("a long outage and a drain", func() {
 		a, b := members[0], members[1]
 		nodes, distinct := map[string]string{}, map[string]bool{}
 		for _, m := range members {
-			nodes[m] = podNode(ctx, c, ns, m)
+			nodes[m] = e2eutil.PodNode(ctx, c, ns, m)
 			distinct[nodes[m]] = true
 		}
 		Expect(distinct).To(HaveLen(3), "one member per node")
@@ -53,10 +53,10 @@ var _ = Describe("a long outage and a drain", func() {
 		// Long enough to last through the next steps, so it boots with the others.
 		Expect(k.PowerLoss(ctx, nodes[a], time.Minute)).To(Succeed())
 		waitDisruptionsAllowed(ctx, cs, ns, name, 0)
-		Expect(e2eutil.PodReady(pod(ctx, c, ns, b))).To(BeTrue())
+		Expect(e2eutil.PodReady(e2eutil.Pod(ctx, c, ns, b))).To(BeTrue())
 		err := evict(ctx, cs, ns, b)
 		Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "eviction of %s while %s is down: %v", b, a, err)
-		Expect(pod(ctx, c, ns, b).DeletionTimestamp).To(BeNil())
+		Expect(e2eutil.Pod(ctx, c, ns, b).DeletionTimestamp).To(BeNil())
 
 		By("powering off the other members' nodes past the grace period and tolerationSeconds: the taint eviction controller evicts every member")
 		// Eviction comes NodeMonitorGracePeriod (and a monitor period)
@@ -85,15 +85,13 @@ var _ = Describe("a long outage and a drain", func() {
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 
 		By("the drain proceeds once every voter is back: " + b + " is evicted and comes back on its claim with its ID")
-		before := pod(ctx, c, ns, b).UID
+		before := e2eutil.Pod(ctx, c, ns, b).UID
 		Eventually(func() error { return evict(ctx, cs, ns, b) }).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 		e2eutil.WaitPodsReplaced(ctx, c, ns, map[string]types.UID{b: before}, 2*time.Minute)
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		load.StopAndCheck()
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(6*time.Minute))
 })
 

@@ -1,4 +1,4 @@
-package faults_test
+package recovery_test
 
 import (
 	"context"
@@ -21,10 +21,9 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 )
 
-// Hard power loss (no shutdown signal) on the "faults" cluster: the kubelet
+// Hard power loss (no shutdown signal) on the "recovery" cluster: the kubelet
 // restarts the same Pods in place, PVC data survives, tmpfs does not.
 var _ = Describe("hard power loss", Ordered, func() {
-	const cluster = "faults"
 	var c client.Client
 	BeforeAll(func() { c = clients[cluster] })
 
@@ -34,15 +33,13 @@ var _ = Describe("hard power loss", Ordered, func() {
 		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 		victim := e2eutil.FirstMember(ctx, c, ns, name)
 		k := fleet.Cluster(cluster).Kubelet
-		Expect(k.PowerLoss(ctx, podNode(ctx, c, ns, victim), 2*time.Second)).To(Succeed())
+		Expect(k.PowerLoss(ctx, e2eutil.PodNode(ctx, c, ns, victim), 2*time.Second)).To(Succeed())
 
 		By("the member on the wiped tmpfs goes, and a new member with a new ID takes its place")
 		expectReplacedWithNewID(ctx, c, ns, name, victim, ids, load)
 		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "MemoryMemberLost")).NotTo(BeEmpty())
 		etcd.Close()
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(6*time.Minute))
 
 	It("of every node resumes a PVC cluster in place: same member IDs, every key, no Pod deleted", func(ctx SpecContext) {
@@ -59,7 +56,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		By("waiting for every Pod to restart in place (restartCount+1) and the cluster to be Available")
 		Eventually(func(g Gomega) {
 			for n, uid := range uids {
-				p := pod(ctx, c, ns, n)
+				p := e2eutil.Pod(ctx, c, ns, n)
 				g.Expect(p.UID).To(Equal(uid))
 				g.Expect(p.Status.ContainerStatuses).NotTo(BeEmpty())
 				g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(BeNumerically(">=", 1), "Pod %s not restarted yet", n)
@@ -70,9 +67,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 		Expect(e2eutil.PodUIDs(ctx, c, ns, name)).To(Equal(uids))
 		Expect(log.Count(watch.Deleted)).To(BeEmpty(), "no Pod deleted")
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer etcd.Close()
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(5*time.Minute))
 
 	It("of every node of a memory cluster says QuorumLost and TotalLoss, and without restoreOnTotalLoss revives no member under an old ID", func(ctx SpecContext) {
@@ -91,7 +86,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 			g.Expect(tl).NotTo(BeNil(), "total loss is reported")
 			g.Expect(tl.Reason).To(Equal(v1alpha1.ReasonRestoreNotEnabled), "without the opt-in nothing is restored")
 			for n := range ids {
-				lost, _ := datadirguard.DataDirLost(pod(ctx, c, ns, n))
+				lost, _ := datadirguard.DataDirLost(e2eutil.Pod(ctx, c, ns, n))
 				g.Expect(lost).To(BeTrue(), "guard of %s has not refused yet", n)
 			}
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
@@ -119,12 +114,12 @@ var _ = Describe("hard power loss", Ordered, func() {
 // shared sandbox cluster do not touch it.
 func startCluster(ctx context.Context, c client.Client, ns, name string, memory bool) (*e2eutil.Etcd, map[string]string) {
 	GinkgoHelper()
-	sb.Namespace(ctx, "faults", ns)
+	sb.Namespace(ctx, cluster, ns)
 	ec := e2eutil.NewEtcdCluster(ns, name, 3, memory)
 	Expect(c.Create(ctx, ec)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
 	e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
-	etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster("faults").Config, c, ns, name)
+	etcd := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
 	etcd.PutKeys(ctx, "k", 100)
 	return etcd, e2eutil.MemberIDs(ctx, c, ns, name)
 }

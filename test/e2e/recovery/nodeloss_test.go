@@ -1,4 +1,4 @@
-package faults_test
+package recovery_test
 
 import (
 	"time"
@@ -24,7 +24,7 @@ import (
 // workload checked for linearizability.
 var _ = Describe("a node that does not come back", func() {
 	It("has its PVC member replaced elsewhere with a new ID and a new claim once nodeLossTimeout passes, every key kept", func(ctx SpecContext) {
-		const cluster, ns, name = "faults", "nodeloss", "nodeloss"
+		const ns, name = "nodeloss", "nodeloss"
 		c := clients[cluster]
 		etcd, ids := startCluster(ctx, c, ns, name, false)
 		defer etcd.Close()
@@ -36,7 +36,7 @@ var _ = Describe("a node that does not come back", func() {
 		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 
 		victim := e2eutil.FirstMember(ctx, c, ns, name)
-		old := pod(ctx, c, ns, victim)
+		old := e2eutil.Pod(ctx, c, ns, victim)
 		k := fleet.Cluster(cluster).Kubelet
 		By("powering " + old.Spec.NodeName + " off for longer than the spec, and evicting its Pod as the taint manager does")
 		Expect(k.PowerLoss(ctx, old.Spec.NodeName, 45*time.Second)).To(Succeed())
@@ -44,13 +44,12 @@ var _ = Describe("a node that does not come back", func() {
 
 		By("the stuck member goes, and a new member with a new ID and its own claim takes its place")
 		for n := range expectReplacedWithNewID(ctx, c, ns, name, victim, ids, load) {
-			Expect(pod(ctx, c, ns, n).Spec.NodeName).NotTo(Equal(old.Spec.NodeName), "placed on a node that runs")
+			Expect(e2eutil.Pod(ctx, c, ns, n).Spec.NodeName).NotTo(Equal(old.Spec.NodeName), "placed on a node that runs")
 			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.PVCName(n)}, &corev1.PersistentVolumeClaim{})).To(Succeed())
 		}
 		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "ReplacingNodeLostMember")).NotTo(BeEmpty())
 		etcd.Close()
-		etcd = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		etcd.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 
 		By("the node booting finishes the old Pod's delete")
 		Eventually(func() bool {

@@ -1,4 +1,4 @@
-package faults_test
+package recovery_test
 
 import (
 	"context"
@@ -24,7 +24,6 @@ import (
 // power (their tmpfs comes back empty, the data-dir guard refuses), the
 // third, the leader, keeps running with every acknowledged write.
 var _ = Describe("a lost majority with a survivor", Ordered, func() {
-	const cluster = "faults"
 	var c client.Client
 	BeforeAll(func() { c = clients[cluster] })
 
@@ -65,9 +64,7 @@ var _ = Describe("a lost majority with a survivor", Ordered, func() {
 			Expect(ids).NotTo(HaveKey(n), "every member is new: the old ones, the survivor too, were removed")
 		}
 		Expect(sb.WarningEvents(ctx, cluster, ns, name, v1alpha1.ReasonRecoveringFromSurvivor)).NotTo(BeEmpty())
-		kv = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
-		defer kv.Close()
-		kv.ExpectKeys(ctx, "k", 100)
+		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(9*time.Minute))
 
 	It("with the default Manual says MajorityLost and touches nothing", func(ctx SpecContext) {
@@ -106,7 +103,7 @@ var _ = Describe("a lost majority with a survivor", Ordered, func() {
 				g.Expect(m.Status.MemberID).To(Equal(ids[n]))
 			}
 			g.Expect(members[leader].DeletionTimestamp).To(BeNil(), "the survivor is not removed")
-			g.Expect(e2eutil.PodReady(pod(ctx, c, ns, leader)) || pod(ctx, c, ns, leader).Status.Phase == corev1.PodRunning).
+			g.Expect(e2eutil.PodReady(e2eutil.Pod(ctx, c, ns, leader)) || e2eutil.Pod(ctx, c, ns, leader).Status.Phase == corev1.PodRunning).
 				To(BeTrue(), "the survivor's Pod runs")
 			snaps := &v1alpha1.EtcdSnapshotList{}
 			g.Expect(c.List(ctx, snaps, client.InNamespace(ns))).To(Succeed())
@@ -121,7 +118,7 @@ var _ = Describe("a lost majority with a survivor", Ordered, func() {
 func survivorCluster(ctx context.Context, c client.Client, ns, name string, r *v1alpha1.RecoverySpec) *v1alpha1.EtcdCluster {
 	GinkgoHelper()
 	s3 := e2eutil.StartObjectStore(ctx, "backups")
-	sb.Namespace(ctx, "faults", ns)
+	sb.Namespace(ctx, cluster, ns)
 	Expect(c.Create(ctx, e2eutil.S3Secret(ns, s3))).To(Succeed())
 	ec := e2eutil.NewEtcdCluster(ns, name, 3, true)
 	ec.Spec.Recovery = r
@@ -172,12 +169,12 @@ func leaderOf(ctx context.Context, kv *e2eutil.Etcd, c client.Client, ns, name s
 // at once, for 2 s: their tmpfs comes back empty.
 func powerLossExcept(ctx context.Context, c client.Client, ns, name, keep string) {
 	GinkgoHelper()
-	k := fleet.Cluster("faults").Kubelet
-	keepNode := podNode(ctx, c, ns, keep)
+	k := fleet.Cluster(cluster).Kubelet
+	keepNode := e2eutil.PodNode(ctx, c, ns, keep)
 	var nodes []string
 	for n := range e2eutil.Members(ctx, c, ns, name) {
 		if n != keep {
-			node := podNode(ctx, c, ns, n)
+			node := e2eutil.PodNode(ctx, c, ns, n)
 			Expect(node).NotTo(Equal(keepNode), "member %s shares the survivor's node", n)
 			nodes = append(nodes, node)
 		}
