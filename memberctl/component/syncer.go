@@ -73,6 +73,18 @@ func Ensure[T any, PT ptrObject[T]](ctx context.Context, c client.Client, o Obje
 	return cur, nil
 }
 
+// RepairExisting is Ensure without the create: a missing object is
+// reported as nil and left missing. For a caller that observes an object
+// it already found, and must not bring back one that vanished since
+// (creating it is another decision, with its own checks).
+func RepairExisting[T any, PT ptrObject[T]](ctx context.Context, c client.Client, o Object[PT]) (PT, error) {
+	cur, err := get[T](ctx, c, o)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	return Ensure[T](ctx, c, o)
+}
+
 // Remove deletes the object named by o.Want if it exists and o.Owner
 // controls it. A foreign object is refused as in Ensure.
 func Remove[T any, PT ptrObject[T]](ctx context.Context, c client.Client, o Object[PT]) error {

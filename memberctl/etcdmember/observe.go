@@ -29,7 +29,10 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 	if !isMemory(m) {
 		m.Status.PVCName = etcd.PVCName(m.Name)
 	}
-	if _, err := pod.New(s.cl.Client, s.r.Options.Pod).Sync(ctx, m); err != nil { // keeps the role label in step with isVoter
+	// Keeps the role label in step with isVoter; a Pod gone since it was
+	// read is left gone: the next reconcile sees it and takes the right
+	// branch (a memory member must not come back under its old ID).
+	if cur, err := pod.New(s.cl.Client, s.r.Options.Pod).RepairRoleLabel(ctx, m); err != nil || cur == nil {
 		return ctrl.Result{}, err
 	}
 	result := ctrl.Result{RequeueAfter: s.r.Options.Resync}

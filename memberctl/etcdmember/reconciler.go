@@ -157,7 +157,9 @@ func (s *run) memoryMemberRan(ctx context.Context) (bool, error) {
 	if err := s.cl.Reader.Get(ctx, client.ObjectKeyFromObject(s.m), live); err != nil {
 		return false, err
 	}
-	if live.Status.PodUID == "" {
+	// A member ID is discovered from a running Pod: with one, the member
+	// ran even if its Pod's UID was never recorded.
+	if live.Status.PodUID == "" && live.Status.MemberID == "" {
 		return false, nil
 	}
 	s.m, s.orig = live, live.DeepCopy()

@@ -139,6 +139,18 @@ var _ = Describe("pod-loss replacement", func() {
 		Expect(h.removing("ec-0")).To(BeTrue(), "replaced by a new member with a new ID instead")
 	})
 
+	It("never recreates a Pod that vanished between two reads of one reconcile", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		h.cache.stalePodOnce = h.pod("ec-0") // read once as running, then gone
+		h.losePod("ec-0")
+
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0")).To(BeNil(), "no Pod started on an empty tmpfs with the old member ID")
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0")).To(BeNil())
+		Expect(h.removing("ec-0")).To(BeTrue(), "replaced by a new member with a new ID instead")
+	})
+
 	It("removes nothing when the Pod only dropped out of the label-filtered cache", func() {
 		h := newHarness(v1alpha1.StorageMediumMemory, 3)
 		p := h.pod("ec-0")

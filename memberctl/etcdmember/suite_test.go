@@ -125,12 +125,24 @@ type cacheClient struct {
 	frozen      *v1alpha1.EtcdCluster
 	// staleMember, when set, is what the cache still says of that member.
 	staleMember *v1alpha1.EtcdMember
+	// stalePodOnce, when set, is returned by the next read of that Pod
+	// only: the cache caught up right after.
+	stalePodOnce *corev1.Pod
 }
 
 func (c *cacheClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.mu.Lock()
-	frozen, stale := c.frozen, c.staleMember
+	frozen, stale, stalePod := c.frozen, c.staleMember, c.stalePodOnce
+	if _, ok := obj.(*corev1.Pod); ok && stalePod != nil && stalePod.Name == key.Name {
+		c.stalePodOnce = nil
+	} else {
+		stalePod = nil
+	}
 	c.mu.Unlock()
+	if stalePod != nil {
+		stalePod.DeepCopyInto(obj.(*corev1.Pod))
+		return nil
+	}
 	if ec, ok := obj.(*v1alpha1.EtcdCluster); ok && frozen != nil {
 		frozen.DeepCopyInto(ec)
 		return nil

@@ -53,11 +53,24 @@ func New(c client.Client, opts BuildOptions) Syncer { return Syncer{client: c, o
 // A missing Pod is created from Build with a controller ownerRef to m, after
 // checking that every Secret it mounts exists (*MissingSecretError if not).
 func (o Syncer) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, error) {
-	return component.Ensure(ctx, o.client, component.Object[*corev1.Pod]{
+	return component.Ensure(ctx, o.client, o.object(m))
+}
+
+// RepairRoleLabel keeps the role label of m's existing Pod in step with
+// status.isVoter, as Sync does, but never creates a Pod: nil when there is
+// none. The observe path uses it: a Pod that vanished since it was read
+// must be replaced through the member's one replace flow (a memory
+// member's Pod never comes back under its old member ID), not recreated.
+func (o Syncer) RepairRoleLabel(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, error) {
+	return component.RepairExisting(ctx, o.client, o.object(m))
+}
+
+func (o Syncer) object(m *v1alpha1.EtcdMember) component.Object[*corev1.Pod] {
+	return component.Object[*corev1.Pod]{
 		Owner: m, OwnerKind: "member", Kind: "Pod", Want: Build(m, o.opts),
 		Repair:       repairRoleLabel,
 		BeforeCreate: func(ctx context.Context) error { return checkSecrets(ctx, o.client, m) },
-	})
+	}
 }
 
 // repairRoleLabel sets or removes only the role label, as on want: the PDB
