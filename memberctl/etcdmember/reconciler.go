@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -188,6 +189,8 @@ func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
 	}
 	opts := s.r.Options.Pod
 	opts.ClusterFormed = ec != nil && ec.Status.ClusterID != ""
+	log.FromContext(ctx).Info("Creating the member's Pod", "memory", isMemory(s.m), "memberID", s.m.Status.MemberID,
+		"resourceVersion", s.m.ResourceVersion)
 	p, err := pod.New(s.cl.Client, opts).Sync(ctx, s.m)
 	if err != nil {
 		s.setReady(false, v1alpha1.ReasonWaitingForPod, "cannot create the Pod: "+err.Error())
