@@ -43,6 +43,11 @@
 //     the leader is last even when leadership moved during the run.
 //   - One EtcdDefrag per cluster runs at a time: the oldest unfinished one
 //     goes first, the others wait.
+//   - A member that will be defragmented first needs an unpaused cluster
+//     and a token of the workload cluster's gate.Gate (the fleet's shared
+//     limiter): gate.Defrag, planned and served after every heal, or
+//     gate.NoSpaceDefrag, a heal, when a member reports NOSPACE. A member
+//     skipped under the thresholds asks nothing.
 //   - Once every member is done, a run that defragmented one disarms the
 //     cluster's NOSPACE alarms (only those: CORRUPT waits for a human) when
 //     a member reports one: etcd refuses writes until then, however much

@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
@@ -110,6 +111,9 @@ func (st *run) step(ctx context.Context) (ctrl.Result, error) {
 		st.complete(disarmed)
 		return ctrl.Result{}, nil
 	}
+	if res, wait := st.mayDefrag(ctx, v, m); wait {
+		return res, nil
+	}
 	if d.Status.Phase == v1alpha1.DefragPending {
 		now := metav1.Now()
 		d.Status.Phase, d.Status.StartedAt = v1alpha1.DefragRunning, &now
@@ -127,6 +131,36 @@ func (st *run) step(ctx context.Context) (ctrl.Result, error) {
 	// the requeue is for a lost event. The member just done must answer
 	// Status again in the health check before the next one.
 	return ctrl.Result{RequeueAfter: st.o.Requeue}, nil
+}
+
+// mayDefrag asks what every other disruption asks before m is
+// defragmented (a member serves nothing while it runs): not while the
+// cluster is paused, and only with a token of the shared gate, which
+// serves heals first. A defrag that frees a NOSPACE cluster is a heal
+// itself. A member under the thresholds is only skipped: nothing to ask.
+func (st *run) mayDefrag(ctx context.Context, v *view, m *member) (ctrl.Result, bool) {
+	if underThreshold(st.d.Spec.DefragThresholds, m.status.DBSize, m.status.DBSizeInUse) != "" {
+		return ctrl.Result{}, false
+	}
+	if st.cl.IsPaused() {
+		res, _ := st.wait("destructive actions are paused for this cluster")
+		return res, true
+	}
+	if st.cl.Gate == nil {
+		return ctrl.Result{}, false
+	}
+	action := gate.Defrag
+	if v.noSpace() {
+		action = gate.NoSpaceDefrag
+	}
+	dec := st.cl.Gate.Reserve(ctx, gate.Request{Cluster: st.cl.Name, Namespace: st.d.Namespace,
+		EtcdCluster: st.d.Spec.ClusterRef.Name, Member: m.m.Name, Action: action})
+	if dec.Delay > 0 {
+		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonDefragWaiting,
+			fmt.Sprintf("member %s: waiting for the shared replacement rate limiter, which serves heals first", m.m.Name))
+		return ctrl.Result{RequeueAfter: dec.Delay}, true
+	}
+	return ctrl.Result{}, false
 }
 
 // do defragments m unless it is under the thresholds, and returns its

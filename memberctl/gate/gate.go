@@ -36,15 +36,21 @@ const (
 	// (resources, affinity, topology spread, etcd options): planned, not a
 	// heal, carried out like a VersionRoll.
 	TemplateRoll Action = "TemplateRoll"
+	// Defrag defragments one member, which serves nothing while it runs:
+	// planned, not a heal.
+	Defrag Action = "Defrag"
+	// NoSpaceDefrag defragments one member of a cluster that raised
+	// NOSPACE and refuses writes until the space is freed: a heal.
+	NoSpaceDefrag Action = "NoSpaceDefrag"
 )
 
 // Planned reports whether a is maintenance asked for by a user (a roll of
-// a version or a template)
-// rather than a heal of something broken. A shared Gate serves heals
+// a version or a template, a defragmentation) rather than a heal of
+// something broken. A shared Gate serves heals
 // first: a fleet reboot in the middle of an upgrade wave heals every
 // cluster before the wave takes another token.
 func (a Action) Planned() bool {
-	return a == VersionRoll || a == TemplateRoll
+	return a == VersionRoll || a == TemplateRoll || a == Defrag
 }
 
 // Request identifies one destructive action.
