@@ -36,11 +36,18 @@ var (
 // alarm within a second of its poke instead of waiting out half a minute.
 const healthEvery = time.Second
 
+// backupGrace is the suite's grace of a scheduled snapshot before BackedUp
+// says BackupBehindSchedule (production: the snapshot Job's deadline,
+// 25 min), so that the behind-schedule spec waits seconds, not minutes.
+// Longer than any snapshot of the suite's small clusters takes.
+const backupGrace = 30 * time.Second
+
 func TestEtcdData(t *testing.T) { e2eutil.RunSuite(t, "etcd data e2e Suite") }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	opts := e2eutil.OperatorOptions()
 	opts.Cluster.HealthEvery = healthEvery
+	opts.Backup.Grace = backupGrace
 	sb = e2eutil.StartOperatedSandboxWith(ctx, opts, "pf")
 	fleet, clients = sb.Fleet, sb.Clients
 }, NodeTimeout(3*time.Minute))
