@@ -31,6 +31,7 @@ var allowed = []struct{ prefix, problem, reason string }{
 	// exported_namespace, which the chart's alerts and board use.
 	{"etcdfleet_snapshot_", "label namespace collides with a target label", "documented label; served as exported_namespace"},
 	{"etcdfleet_defrag_", "label namespace collides with a target label", "documented label; served as exported_namespace"},
+	{"etcdfleet_restore_drill_", "label namespace collides with a target label", "documented label; served as exported_namespace"},
 	// The registration Secret's namespace, on every family of the
 	// provider (docs/operations.md, Missing rights, Security model): the
 	// same label on a new provider family keeps them joinable.
