@@ -76,6 +76,9 @@ type Decision struct {
 	// Cancel returns an unused grant, for when the caller was allowed to act
 	// but did not (for example, its status write failed). Never nil.
 	Cancel func()
+	// Reason says, when Delay > 0 and the implementation knows, what the
+	// caller waits for, in words for its status.
+	Reason string
 }
 
 // Gate is asked before every destructive action.
