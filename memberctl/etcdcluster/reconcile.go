@@ -17,6 +17,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/component/service"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
@@ -113,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			cl.Etcd.Forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
+			cl.RolloutsOrAllowAll().Leave(gate.Roll{Cluster: cl.Name, Namespace: req.Namespace, EtcdCluster: req.Name})
 			r.health.forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
 			return ctrl.Result{}, nil
 		}
@@ -122,6 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 		// Owner references remove members, Services and the PDB; the
 		// members' finalizers skip MemberRemove for a cluster going away.
 		cl.Etcd.Forget(etcd.TargetKey(cl.Name, req.Namespace, req.Name))
+		cl.RolloutsOrAllowAll().Leave(gate.Roll{Cluster: cl.Name, Namespace: req.Namespace, EtcdCluster: req.Name})
 		return ctrl.Result{}, nil
 	}
 

@@ -131,11 +131,26 @@ func (p *pass) roll(ctx context.Context) (ctrl.Result, error) {
 	}
 	plan := planRoll(p.members.running, target)
 	if len(plan.behind) == 0 {
+		p.endOfWave(ctx, plan)
 		return ctrl.Result{}, nil
+	}
+	// A roll that holds its place renews it (and reports its progress)
+	// even while it waits below; one that has none asks only once nothing
+	// else holds it, so it never takes a place it cannot use.
+	inWave := p.inWave()
+	if inWave && !p.cl.IsPaused() {
+		if res, ok := p.joinWave(ctx, plan, true); !ok {
+			return res, nil
+		}
 	}
 	if why, after := p.rollHeld(plan); why != "" {
 		p.rollNote = why
 		return ctrl.Result{RequeueAfter: after}, nil
+	}
+	if !inWave {
+		if res, ok := p.joinWave(ctx, plan, false); !ok {
+			return res, nil
+		}
 	}
 	if ok, res, err := p.preRollSnapshot(ctx, plan); !ok || err != nil {
 		return res, err

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 )
 
 // Rolling a version change into the running members. The harness plays
@@ -194,4 +196,81 @@ var _ = Describe("version roll", func() {
 		h.reconcile(ec)
 		Expect(onVersion("3.7.3")).To(HaveLen(1))
 	})
+
+	It("takes its first step only with a place in the fleet's rollout, keeps it to the end, then gives it back", func() {
+		ec := h.newCluster(3)
+		h.converge(ec, 3)
+		report("3.6.16")
+		cl, err := h.r.Clusters.Cluster(ctx, "")
+		Expect(err).NotTo(HaveOccurred())
+		wave := &fakeRollouts{}
+		cl.Rollouts = wave
+		setVersion(ec, "3.7.3")
+
+		By("no place: nothing is touched, and InRollout says what the roll waits for")
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(BeEmpty())
+		c := apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionInRollout)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		Expect(c.Reason).To(Equal(v1alpha1.ReasonWaitingForPlace))
+		Expect(c.Message).To(Equal(fakeWaveFull))
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(BeEmpty())
+		Expect(progressing(ec).Message).To(ContainSubstring("waiting: " + fakeWaveFull))
+
+		By("a place: the first member rolls, and the place is held across steps even when the wave is full")
+		wave.free = true
+		h.reconcile(ec)
+		Expect(onVersion("3.7.3")).To(HaveLen(1))
+		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionInRollout)).To(Equal(metav1.ConditionTrue))
+		wave.free = false
+		for range 3 {
+			h.reconcile(ec) // the roll waits for its member, and renews its place
+			name := onVersion("3.7.3")[len(onVersion("3.7.3"))-1]
+			restart(ec, name)
+			h.reconcile(ec)
+			h.reconcile(ec)
+			if len(onVersion("3.7.3")) == 3 {
+				break
+			}
+		}
+		Expect(onVersion("3.7.3")).To(HaveLen(3))
+		last := wave.joins[len(wave.joins)-1]
+		Expect(last.Started).To(BeTrue())
+		Expect(last.Done).To(BeNumerically(">=", 2), "each renewal reports the members on target")
+
+		By("once every member runs 3.7.3 the place is given back")
+		for _, m := range h.members() {
+			h.setMemberStatus(&m, func(s *v1alpha1.EtcdMemberStatus) {
+				s.Version = "3.7.3"
+				apimeta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
+					Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPodReady, Message: "pod is ready"})
+			})
+		}
+		h.reconcile(ec)
+		h.reconcile(ec)
+		Expect(apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionInRollout)).To(BeNil())
+		Expect(wave.left).To(HaveLen(1))
+	})
 })
+
+const fakeWaveFull = "waiting for a place in the fleet's rollout: test"
+
+// fakeRollouts gives a place when free, and always to a started roll (as
+// limiter.Rollouts does), recording each ask.
+type fakeRollouts struct {
+	free  bool
+	joins []gate.Roll
+	left  []gate.Roll
+}
+
+func (f *fakeRollouts) Join(_ context.Context, r gate.Roll) gate.Decision {
+	f.joins = append(f.joins, r)
+	if f.free || r.Started {
+		return gate.Decision{Cancel: func() {}}
+	}
+	return gate.Decision{Delay: time.Second, Reason: fakeWaveFull, Cancel: func() {}}
+}
+
+func (f *fakeRollouts) Leave(r gate.Roll) { f.left = append(f.left, r) }

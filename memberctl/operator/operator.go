@@ -64,9 +64,12 @@ type ClusterConfig struct {
 	Access   Access
 	Gate     gate.Gate
 	// Slots pace snapshot starts; nil is gate.AllowAllSlots.
-	Slots   gate.Slots
-	Paused  func() bool
-	Context context.Context
+	Slots gate.Slots
+	// Rollouts pace planned rolls across the fleet; nil is
+	// gate.AllowAllRollouts.
+	Rollouts gate.Rollouts
+	Paused   func() bool
+	Context  context.Context
 }
 
 // NewCluster builds the handle for one workload cluster. The returned
@@ -112,11 +115,15 @@ func NewCluster(cfg ClusterConfig) (*workload.Cluster, io.Closer, error) {
 	if slots == nil {
 		slots = gate.AllowAllSlots{}
 	}
+	rollouts := cfg.Rollouts
+	if rollouts == nil {
+		rollouts = gate.AllowAllRollouts{}
+	}
 	// The etcd client logs every retry at warn; failures reach us as errors
 	// and end up in conditions and Events, so its own logging stays off.
 	pool := etcdaccess.NewClientPool(dialer, zap.NewNop())
 	cl := &workload.Cluster{Name: cfg.Name, Client: cfg.Client, Reader: cfg.Reader, Recorder: rec,
-		Etcd: &etcd.Ops{Pool: pool}, Gate: g, Slots: slots, Paused: cfg.Paused, Context: cfg.Context}
+		Etcd: &etcd.Ops{Pool: pool}, Gate: g, Slots: slots, Rollouts: rollouts, Paused: cfg.Paused, Context: cfg.Context}
 	return cl, closers{pool, closer, recCloser}, nil
 }
 

@@ -29,12 +29,24 @@ type Cluster struct {
 	// Slots pace snapshot starts: a snapshot Job is created only with a
 	// slot, held until the snapshot ends. Nil means no pacing.
 	Slots gate.Slots
+	// Rollouts pace planned rolls (version upgrades, re-templates) across
+	// the fleet: a roll takes its next step only with its place. Nil
+	// means no pacing.
+	Rollouts gate.Rollouts
 	// Paused reports whether destructive actions are suspended in this
 	// cluster; nil means never.
 	Paused func() bool
 	// Context ends when the cluster is disengaged; reconciles in flight for
 	// it are cancelled with it. Nil means never.
 	Context context.Context
+}
+
+// RolloutsOrAllowAll returns c's Rollouts, or gate.AllowAllRollouts.
+func (c *Cluster) RolloutsOrAllowAll() gate.Rollouts {
+	if c.Rollouts == nil {
+		return gate.AllowAllRollouts{}
+	}
+	return c.Rollouts
 }
 
 // IsPaused reports whether destructive actions are suspended.

@@ -181,6 +181,24 @@ const (
 	ReasonSnapshotFailed = "SnapshotFailed"
 )
 
+// The place of an EtcdCluster's roll in the fleet's rollout wave.
+const (
+	// ConditionInRollout is set while a roll (an upgrade or a re-template)
+	// is under way and removed when it ends: True once the roll holds one
+	// of the fleet's rollout places (a fleet manager lets
+	// rollout.maxConcurrentClusters workload clusters roll at once),
+	// False while it waits for one. A roll that holds its place keeps it
+	// across manager restarts.
+	ConditionInRollout = "InRollout"
+	// ReasonPlaceHeld (InRollout=True): the roll holds its place and goes
+	// on, one member at a time.
+	ReasonPlaceHeld = "PlaceHeld"
+	// ReasonWaitingForPlace (InRollout=False): the roll has not started;
+	// the message says what it waits for: a free place, its turn, or a
+	// wave paused by failed rolls elsewhere in the fleet.
+	ReasonWaitingForPlace = "WaitingForPlace"
+)
+
 // Template conditions and reasons of the EtcdCluster.
 const (
 	// ConditionTemplateDrifted is True while some running member runs a Pod
