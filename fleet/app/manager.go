@@ -47,6 +47,9 @@ type Fleet struct {
 	// Snapshots paces snapshot starts; it shares nothing with Limiter, so
 	// backups never delay a replacement.
 	Snapshots *limiter.Slots
+	// Rollouts is the fleet's wave of planned rolls: how many workload
+	// clusters roll at once; the Limiter still paces each member restart.
+	Rollouts *limiter.Rollouts
 	Dashboard *dashboard.Writer
 	registry  *registry
 	sharding  *sharding    // nil unless sharding.enabled (shard.go)
@@ -86,6 +89,7 @@ func New(restCfg *rest.Config, c settings.Config) (*Fleet, error) {
 		f.notify(r.Cluster)
 	}))
 	slotGrants := make(chan event.TypedGenericEvent[gate.Request], 1024)
+	f.Rollouts = limiter.NewRollouts(c.Rollout.Options())
 	f.Snapshots = limiter.NewSlots(slotOptions(c, func(r gate.Request) {
 		select { // never block the slots: the requeue-after is the fallback
 		case slotGrants <- event.TypedGenericEvent[gate.Request]{Object: r}:
@@ -182,7 +186,7 @@ func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.Type
 		return err
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
-		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name); f.Snapshots.ForgetCluster(name) },
+		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name); f.Snapshots.ForgetCluster(name); f.Rollouts.ForgetCluster(name) },
 		known: func(name string) bool { _, ok := f.Provider.State(name); return ok }}
 	if err := f.Manager.Add(f.registry); err != nil {
 		return err
@@ -211,7 +215,7 @@ func (f *Fleet) Start(ctx context.Context) error { return f.Manager.Start(ctx) }
 func (f *Fleet) newCluster(c settings.Config) func(context.Context, string, cluster.Cluster) (*workload.Cluster, io.Closer, error) {
 	return func(ctx context.Context, name string, cl cluster.Cluster) (*workload.Cluster, io.Closer, error) {
 		cc := clusterConfig(name, cl, ctx)
-		cc.Access, cc.Gate, cc.Slots = operator.Access(c.EtcdAccess), f.Limiter, f.Snapshots
+		cc.Access, cc.Gate, cc.Slots, cc.Rollouts = operator.Access(c.EtcdAccess), f.Limiter, f.Snapshots, f.Rollouts
 		cc.Paused = func() bool {
 			st, ok := f.Provider.State(name)
 			return (ok && st.Paused) || f.Dashboard.FleetPaused()

@@ -158,6 +158,7 @@ func (k *shareKeeper) update() {
 	defer k.mu.Unlock()
 	total := len(k.f.Provider.States())
 	k.f.Snapshots.SetShare(min(k.n, total), total)
+	k.f.Rollouts.SetShare(min(k.n, total), total)
 }
 
 // partTick is how often the limiter's part is recomputed.
@@ -221,6 +222,7 @@ func (f *Fleet) addSharded() error {
 	f.shares = k
 	f.Limiter.SetPart(limiter.Part{})
 	f.Snapshots.SetShare(0, 1)
+	f.Rollouts.SetShare(0, 1)
 	if err := f.Manager.Add(k); err != nil {
 		return err
 	}

@@ -56,6 +56,7 @@ func buildClusterStatus(prev *fleetv1.FleetClusterStatus, in clusterInput, gener
 		st.EtcdClusterStates = append([]fleetv1.EtcdClusterState(nil), e.States...)
 		applyBackups(&st, e.Backups)
 		applyHealth(&st, e.Health)
+		applyRollout(&st, e.Rollout)
 	}
 	st.MembersSummary = fmt.Sprintf("%d/%d", st.MembersReady, st.MembersDesired)
 	info := in.info

@@ -133,6 +133,7 @@ func buildFleetStatus(prev *fleetv1.FleetStatus, rows []clusterRow, stats *limit
 		if s.EtcdClustersNearQuota > 0 {
 			st.ClustersNearQuota++
 		}
+		addRollout(&st, row.Name, *s)
 	}
 	if stats != nil {
 		st.Limiter = limiterStatus(*stats)

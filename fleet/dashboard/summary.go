@@ -29,6 +29,8 @@ type EtcdSummary struct {
 	Backups BackupSummary
 	// Health counts the EtcdClusters with etcd alarms or near their quota.
 	Health HealthSummary
+	// Rollout counts the EtcdClusters by where their roll stands.
+	Rollout RolloutSummary
 	// States lists the EtcdClusters worst first (see Severity), at most
 	// fleetv1.MaxEtcdClusterStates of them.
 	States []fleetv1.EtcdClusterState
@@ -95,6 +97,7 @@ func SummarizeEtcd(clusters []etcdv1.EtcdCluster, members []etcdv1.EtcdMember) E
 	}
 	s.Backups = SummarizeBackups(clusters)
 	s.Health = SummarizeHealth(clusters)
+	s.Rollout = SummarizeRollout(clusters)
 	slices.SortFunc(states, compareStates)
 	if len(states) > fleetv1.MaxEtcdClusterStates {
 		states = states[:fleetv1.MaxEtcdClusterStates]

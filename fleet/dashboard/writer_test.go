@@ -143,7 +143,7 @@ var _ = Describe("Writer", func() {
 		// shows them with -o wide only.
 		Expect(columns(fleetClustersPath(ns))).To(Equal([]string{
 			"Name", "Connected", "Ready", "Authorized", "Paused", "EtcdClusters", "Quorate", "Members", "Replaced", "Throttled", "Backup", "OldestBackup", "BehindBackup",
-			"Alarms", "NearQuota", "Replica", "Age", "TokenExpires"}))
+			"Alarms", "NearQuota", "Rolling", "RollWaiting", "Replica", "Age", "TokenExpires"}))
 		rows := table(fleetClustersPath(ns))
 		Expect(rows).To(HaveLen(1))
 		Expect(rows[0]).To(HaveKey("Age"))
@@ -153,7 +153,7 @@ var _ = Describe("Writer", func() {
 		Expect(rows[0]).To(Equal(map[string]string{
 			"Name": "prod-1", "Connected": "True", "Ready": "False", "Authorized": "True", "Paused": "False",
 			"EtcdClusters": "2", "Quorate": "2", "Members": "5/6", "Replaced": "3", "Throttled": "9",
-			"Backup": "<nil>", "OldestBackup": "<nil>", "BehindBackup": "0", "Alarms": "0", "NearQuota": "0", "Replica": "manager-0",
+			"Backup": "<nil>", "OldestBackup": "<nil>", "BehindBackup": "0", "Alarms": "0", "NearQuota": "0", "Rolling": "0", "RollWaiting": "0", "Replica": "manager-0",
 		}))
 		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleetclusters", "-n", ns)
 		Expect(err).NotTo(HaveOccurred())
@@ -397,14 +397,14 @@ var _ = Describe("Writer", func() {
 		Expect(rows).To(HaveLen(1))
 		delete(rows[0], "Age")
 		Expect(rows[0]).To(Equal(map[string]string{"Name": "fleet", "Paused": "false", "Clusters": "12",
-			"Connected": "10", "Quorate": "8", "Degraded": "7", "Waiting": "4", "Replaced": "10", "BehindBackup": "0", "Alarms": "0", "NearQuota": "0"}))
+			"Connected": "10", "Quorate": "8", "Degraded": "7", "Waiting": "4", "Replaced": "10", "BehindBackup": "0", "Alarms": "0", "NearQuota": "0", "Rolling": "0", "RollWaiting": "0"}))
 
 		stdout, _, err := testEnv.Environment.ControlPlane.KubeCtl().Run("get", "fleets")
 		Expect(err).NotTo(HaveOccurred())
 		out, err := io.ReadAll(stdout)
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("kubectl get fleets\n%s", out)
-		Expect(string(out)).To(MatchRegexp(`fleet\s+false\s+12\s+10\s+8\s+7\s+4\s+10\s+0\s+0\s+\d+s`))
+		Expect(string(out)).To(MatchRegexp(`fleet\s+false\s+12\s+10\s+8\s+7\s+4\s+10\s+0\s+0\s+0\s+\d+s`))
 
 		By("pausing the fleet")
 		Expect(r.w.FleetPaused()).To(BeFalse())

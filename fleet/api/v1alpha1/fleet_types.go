@@ -79,6 +79,23 @@ type FleetStatus struct {
 	// near its database quota (etcdClustersNearQuota).
 	// +optional
 	ClustersNearQuota int32 `json:"clustersNearQuota"`
+	// clustersRolling counts the clusters with an EtcdCluster rolling
+	// with a place in the fleet's rollout (etcdClustersRolling): at most
+	// the manager's rollout.maxConcurrentClusters.
+	// +optional
+	ClustersRolling int32 `json:"clustersRolling"`
+	// clustersWaitingToRoll counts the clusters with an EtcdCluster whose
+	// roll waits for a place (etcdClustersWaitingToRoll), and
+	// clustersRollBlocked those with a refused upgrade
+	// (etcdClustersRollBlocked).
+	// +optional
+	ClustersWaitingToRoll int32 `json:"clustersWaitingToRoll"`
+	// +optional
+	ClustersRollBlocked int32 `json:"clustersRollBlocked"`
+	// rolloutMessage is the first waiting or blocked cluster's
+	// rolloutMessage, prefixed with its name: why the wave does not move.
+	// +optional
+	RolloutMessage string `json:"rolloutMessage,omitempty"`
 	// replicas lists, with sharding on, every replica that owns clusters
 	// and how many, by name; clustersUnowned counts the registered clusters
 	// no replica has reported owning yet.
@@ -118,6 +135,8 @@ type FleetStatus struct {
 // +kubebuilder:printcolumn:name="BehindBackup",type=integer,JSONPath=`.status.clustersBehindBackupSchedule`
 // +kubebuilder:printcolumn:name="Alarms",type=integer,JSONPath=`.status.clustersWithAlarms`,description="clusters with an EtcdCluster whose etcd raised an alarm"
 // +kubebuilder:printcolumn:name="NearQuota",type=integer,JSONPath=`.status.clustersNearQuota`,priority=1,description="clusters with an EtcdCluster near its database quota"
+// +kubebuilder:printcolumn:name="Rolling",type=integer,JSONPath=`.status.clustersRolling`,description="clusters with an EtcdCluster rolling (upgrade, re-template) in the fleet's rollout"
+// +kubebuilder:printcolumn:name="RollWaiting",type=integer,JSONPath=`.status.clustersWaitingToRoll`,priority=1,description="clusters with an EtcdCluster whose roll waits for a place"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Fleet struct {
 	metav1.TypeMeta   `json:",inline"`

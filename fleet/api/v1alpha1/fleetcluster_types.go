@@ -136,6 +136,24 @@ type FleetClusterStatus struct {
 	// +optional
 	EtcdClustersNearQuota int32 `json:"etcdClustersNearQuota"`
 
+	// etcdClustersRolling counts the EtcdClusters whose roll (a version
+	// upgrade or a re-template) holds a place in the fleet's rollout
+	// (their InRollout condition is True).
+	// +optional
+	EtcdClustersRolling int32 `json:"etcdClustersRolling"`
+	// etcdClustersWaitingToRoll counts the EtcdClusters whose roll waits
+	// for a place (InRollout=False): the wave is full or paused.
+	// +optional
+	EtcdClustersWaitingToRoll int32 `json:"etcdClustersWaitingToRoll"`
+	// etcdClustersRollBlocked counts the EtcdClusters whose spec.version is
+	// a change etcd refuses (UpgradeBlocked=True): not rolled.
+	// +optional
+	EtcdClustersRollBlocked int32 `json:"etcdClustersRollBlocked"`
+	// rolloutMessage says, for the first EtcdCluster whose roll waits or is
+	// blocked, why: "<namespace>/<name>: <reason>".
+	// +optional
+	RolloutMessage string `json:"rolloutMessage,omitempty"`
+
 	// etcdClusterStates lists the EtcdClusters, unhealthy ones first.
 	// +optional
 	// +listType=map
@@ -165,6 +183,8 @@ type FleetClusterStatus struct {
 // +kubebuilder:printcolumn:name="BehindBackup",type=integer,JSONPath=`.status.etcdClustersBehindBackup`
 // +kubebuilder:printcolumn:name="Alarms",type=integer,JSONPath=`.status.etcdClustersWithAlarms`,description="EtcdClusters with an active etcd alarm (NOSPACE, CORRUPT)"
 // +kubebuilder:printcolumn:name="NearQuota",type=integer,JSONPath=`.status.etcdClustersNearQuota`,priority=1,description="EtcdClusters whose database is at 80% of its quota or more"
+// +kubebuilder:printcolumn:name="Rolling",type=integer,JSONPath=`.status.etcdClustersRolling`,priority=1,description="EtcdClusters rolling (upgrade, re-template) with a place in the fleet's rollout"
+// +kubebuilder:printcolumn:name="RollWaiting",type=integer,JSONPath=`.status.etcdClustersWaitingToRoll`,priority=1,description="EtcdClusters whose roll waits for a place in the fleet's rollout"
 // +kubebuilder:printcolumn:name="Replica",type=string,JSONPath=`.status.replica`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="TokenExpires",type=string,JSONPath=`.status.tokenExpiresAt`,priority=1
