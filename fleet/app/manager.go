@@ -49,7 +49,7 @@ type Fleet struct {
 	Snapshots *limiter.Slots
 	// Rollouts is the fleet's wave of planned rolls: how many workload
 	// clusters roll at once; the Limiter still paces each member restart.
-	Rollouts *limiter.Rollouts
+	Rollouts  *limiter.Rollouts
 	Dashboard *dashboard.Writer
 	registry  *registry
 	sharding  *sharding    // nil unless sharding.enabled (shard.go)
@@ -186,7 +186,11 @@ func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.Type
 		return err
 	}
 	f.registry = &registry{log: ctrl.Log.WithName("fleet"), clusters: map[string]*entry{},
-		newCluster: f.newCluster(c), onGone: func(name string) { f.Limiter.ForgetCluster(name); f.Snapshots.ForgetCluster(name); f.Rollouts.ForgetCluster(name) },
+		newCluster: f.newCluster(c), onGone: func(name string) {
+			f.Limiter.ForgetCluster(name)
+			f.Snapshots.ForgetCluster(name)
+			f.Rollouts.ForgetCluster(name)
+		},
 		known: func(name string) bool { _, ok := f.Provider.State(name); return ok }}
 	if err := f.Manager.Add(f.registry); err != nil {
 		return err
