@@ -95,6 +95,9 @@ func managerConfig() settings.Config {
 	// One of them per cluster: a hung cluster keeps its requests to one and
 	// leaves two to the others (workersPerCluster).
 	c.Workers, c.WorkersPerCluster = 3, 1
+	// The spec "rolls an upgrade of every cluster at most
+	// rollout.maxConcurrentClusters at a time; ..." upgrades all four.
+	c.Rollout.MaxConcurrentClusters = waveMax
 	return c
 }
 
@@ -182,6 +185,7 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	rightsSpecs()
 	credentialSpecs()
 	pauseSpecs()
+	waveSpecs()
 	handoverSpecs()
 	shardSpecs()
 })
