@@ -161,3 +161,15 @@ func ptrTime(t time.Time) *metav1.Time {
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// pausedRecheck is how often a paused cluster's schedule looks again: the
+// pause ends with no event the EtcdCluster watches.
+const pausedRecheck = 15 * time.Second
+
+// holdForPause keeps a paused cluster's plan from acting: the pause holds
+// new scheduled snapshots and retention's deletes, while the plan's
+// condition still tells how far behind the schedule is.
+func (p *plan) holdForPause() {
+	p.create, p.prune = nil, nil
+	p.requeue = sooner(p.requeue, pausedRecheck)
+}

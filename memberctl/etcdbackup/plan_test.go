@@ -195,3 +195,25 @@ func TestScheduledKeysAreEachClustersOwn(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanHeldForAPauseStartsAndPrunesNothing(t *testing.T) {
+	ec := testCluster(every(time.Hour))
+	ec.Spec.Backup.Retention = &v1alpha1.BackupRetention{Keep: ptr.To[int32](1)}
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	snaps := []*v1alpha1.EtcdSnapshot{scheduledSnap(ec, at(1), v1alpha1.SnapshotComplete), scheduledSnap(ec, at(0), v1alpha1.SnapshotComplete)}
+	p := makePlan(ec, snaps, at(2).Add(time.Minute), time.Hour)
+	if p.create == nil || len(p.prune) == 0 {
+		t.Fatalf("the unpaused plan should start a run and prune: create %v, prune %v", p.create, names(p.prune))
+	}
+	cond := p.condition
+	p.holdForPause()
+	if p.create != nil || p.prune != nil {
+		t.Errorf("paused: create %v, prune %v, want nothing", p.create, names(p.prune))
+	}
+	if p.requeue <= 0 || p.requeue > pausedRecheck {
+		t.Errorf("paused: requeue %s, want at most %s (a pause ends with no event)", p.requeue, pausedRecheck)
+	}
+	if p.condition != cond {
+		t.Errorf("paused: the condition changed to %+v; it still tells the schedule", p.condition)
+	}
+}

@@ -80,6 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req type
 		return ctrl.Result{}, err
 	}
 	p := makePlan(ec, snaps, time.Now(), r.Options.Grace)
+	if cl.IsPaused() {
+		p.holdForPause()
+	}
 	if p.create != nil {
 		if err := createSnapshot(ctx, cl, ec, *p.create); err != nil {
 			return ctrl.Result{}, err

@@ -23,6 +23,11 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/workload"
 )
 
+// pausedRecheck is how often a snapshot held by a pause looks again: the
+// pause ends with no event the snapshot watches, and a backup that starts
+// within 15 s of it is on time.
+const pausedRecheck = 15 * time.Second
+
 // Reconciler reconciles EtcdSnapshots in any workload cluster.
 type Reconciler struct {
 	Clusters workload.Source
@@ -132,6 +137,13 @@ func (st *run) createJob(ctx context.Context) (ctrl.Result, error) {
 		}
 		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonClusterNotFound, msg)
 		return ctrl.Result{RequeueAfter: st.o.Requeue}, nil
+	}
+	if st.cl.IsPaused() {
+		// The pause is an emergency stop: no Job streams a keyspace out
+		// while it holds. It ends with no event this snapshot watches.
+		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonHeldWhilePaused,
+			"held: work is paused in this cluster (its registration or the Fleet); the snapshot starts once the pause ends")
+		return ctrl.Result{RequeueAfter: pausedRecheck}, nil
 	}
 	res, cancel, ok := st.acquireSlot(ctx)
 	if !ok {

@@ -290,6 +290,10 @@ const (
 	// ReasonWaitingForSlot (Ready=False): the snapshot waits for a start
 	// slot (the fleet paces snapshot starts); it stays Pending.
 	ReasonWaitingForSlot = "WaitingForSlot"
+	// ReasonHeldWhilePaused (Ready=False): destructive and heavy work is
+	// paused in the workload cluster (its registration, or the whole
+	// fleet); the snapshot stays Pending and starts once the pause ends.
+	ReasonHeldWhilePaused = "HeldWhilePaused"
 	// ReasonInvalidLocation (Ready=False, Failed): the location cannot be
 	// used (a missing Secret key, for example).
 	ReasonInvalidLocation = "InvalidLocation"
