@@ -2,6 +2,7 @@ package recovery_test
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
@@ -21,16 +23,18 @@ import (
 // A long outage and a drain, done by Kubernetes' own controllers: the
 // sandbox runs kube-controller-manager's node lifecycle, taint eviction
 // and disruption controllers, and its kubelet renews Node Leases. One
-// spec on one PVC cluster, to keep CI time down: the drain is tried while
+// spec, to keep CI time down: the drain is tried on a PVC cluster while
 // the first node's outage is under way, and the long outage takes the
-// other members' nodes with it.
+// other members' nodes with it, and one member of a memory cluster whose
+// other two members run on the Nodes that stay up.
 //
-// The "recovery" cluster has a fourth Node (suite_test.go) that stays up:
-// with every Node down the node lifecycle controller evicts nothing, as
-// in a real cluster, and etcdfleet's Pods stay where they are.
+// The "recovery" cluster has a fourth and a fifth Node (suite_test.go)
+// that stay up: with every Node down the node lifecycle controller evicts
+// nothing, as in a real cluster, and etcdfleet's Pods stay where they are.
 var _ = Describe("a long outage and a drain", func() {
 	It("holds a drain while a voter's node is down; evicts every member of a PVC cluster whose nodes stay off past tolerationSeconds, "+
-		"which come back on their claims with their IDs and every key; then lets the drain proceed", func(ctx SpecContext) {
+		"which come back on their claims with their IDs and every key, and replaces the evicted member of a memory cluster that kept quorum; "+
+		"then lets the drain proceed", func(ctx SpecContext) {
 		const ns, name = "outage", "outage"
 		c, cs := clients[cluster], fleet.Cluster(cluster).Clientset
 		k := fleet.Cluster(cluster).Kubelet
@@ -45,7 +49,9 @@ var _ = Describe("a long outage and a drain", func() {
 			distinct[nodes[m]] = true
 		}
 		Expect(distinct).To(HaveLen(3), "one member per node")
-		Expect(k.NodeNames()).To(HaveLen(4), "a Node without a member stays up")
+		Expect(k.NodeNames()).To(HaveLen(5), "two Nodes without a member stay up")
+		memVictim, memIDs := startMemoryBeside(ctx, c, nodes)
+		memLoad := lincheck.StartIn(ctx, sb, cluster, memNS, memName)
 		waitDisruptionsAllowed(ctx, cs, ns, name, 1)
 		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 
@@ -67,10 +73,15 @@ var _ = Describe("a long outage and a drain", func() {
 			Expect(k.PowerLoss(ctx, nodes[m], outage)).To(Succeed())
 		}
 		off := time.Now()
+		uids[memVictim.name] = memVictim.uid
 		Eventually(func(g Gomega) {
-			for _, m := range members {
+			for _, m := range append(slices.Clone(members), memVictim.name) {
+				pns := ns
+				if m == memVictim.name {
+					pns = memNS
+				}
 				p := &corev1.Pod{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p)).To(Succeed())
+				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: pns, Name: m}, p)).To(Succeed())
 				g.Expect(p.UID).To(Equal(uids[m]), "%s's Pod went before its node booted", m)
 				g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "%s's Pod not evicted yet", m)
 				g.Expect(p.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.DisruptionTarget),
@@ -79,7 +90,11 @@ var _ = Describe("a long outage and a drain", func() {
 		}).WithTimeout(outage - 2*time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(time.Since(off)).To(BeNumerically("<", outage), "evicted while the nodes were off")
 
-		By("the nodes boot and finish the deletes; every member comes back on its claim with its ID")
+		delete(uids, memVictim.name)
+
+		By("the nodes boot and finish the deletes; every PVC member comes back on its claim with its ID; " +
+			"the memory member is replaced by a new one with a new ID")
+		expectReplacedWithNewID(ctx, c, memNS, memName, memVictim.name, memIDs, memLoad)
 		e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
@@ -92,8 +107,39 @@ var _ = Describe("a long outage and a drain", func() {
 		load.StopAndCheck()
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
-	}, SpecTimeout(6*time.Minute))
+	}, SpecTimeout(7*time.Minute))
 })
+
+const memNS, memName = "outage-mem", "outmem"
+
+// evictee is a member whose Pod the outage is to evict.
+type evictee struct {
+	name string
+	uid  types.UID
+}
+
+// startMemoryBeside starts the outage spec's memory cluster once the PVC
+// cluster's members run on pvcNodes (member to Node), which the outage
+// powers off. The kubelet binds each Pod to the Node with the fewest Pods,
+// so two members go to the Nodes that stay up and one beside a PVC member:
+// that one is evicted, and the other two keep quorum.
+func startMemoryBeside(ctx context.Context, c client.Client, pvcNodes map[string]string) (evictee, map[string]string) {
+	GinkgoHelper()
+	etcd, ids := startCluster(ctx, c, memNS, memName, true)
+	etcd.Close()
+	off := map[string]bool{}
+	for _, n := range pvcNodes {
+		off[n] = true
+	}
+	var lost []string
+	for m := range ids {
+		if off[e2eutil.PodNode(ctx, c, memNS, m)] {
+			lost = append(lost, m)
+		}
+	}
+	Expect(lost).To(HaveLen(1), "one memory member on a Node the outage powers off, two on the Nodes that stay up")
+	return evictee{name: lost[0], uid: e2eutil.Pod(ctx, c, memNS, lost[0]).UID}, ids
+}
 
 // evict asks for the eviction of Pod ns/name as `kubectl drain` does.
 func evict(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
