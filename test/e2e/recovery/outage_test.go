@@ -2,6 +2,7 @@ package recovery_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -10,11 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -33,8 +36,8 @@ import (
 // nothing, as in a real cluster, and etcdfleet's Pods stay where they are.
 var _ = Describe("a long outage and a drain", func() {
 	It("holds a drain while a voter's node is down; evicts every member of a PVC cluster whose nodes stay off past tolerationSeconds, "+
-		"which come back on their claims with their IDs and every key, and replaces the evicted member of a memory cluster that kept quorum; "+
-		"then lets the drain proceed", func(ctx SpecContext) {
+		"which come back on their claims with their IDs and every key; replaces the evicted member of a memory cluster that kept quorum, "+
+		"and names the total loss of one that lost its every member; then lets the drain proceed", func(ctx SpecContext) {
 		const ns, name = "outage", "outage"
 		c, cs := clients[cluster], fleet.Cluster(cluster).Clientset
 		k := fleet.Cluster(cluster).Kubelet
@@ -51,6 +54,7 @@ var _ = Describe("a long outage and a drain", func() {
 		Expect(distinct).To(HaveLen(3), "one member per node")
 		Expect(k.NodeNames()).To(HaveLen(5), "two Nodes without a member stay up")
 		memVictim, memIDs := startMemoryBeside(ctx, c, nodes)
+		lone := startLoneMemory(ctx, c, nodes)
 		memLoad := lincheck.StartIn(ctx, sb, cluster, memNS, memName)
 		waitDisruptionsAllowed(ctx, cs, ns, name, 1)
 		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
@@ -73,16 +77,15 @@ var _ = Describe("a long outage and a drain", func() {
 			Expect(k.PowerLoss(ctx, nodes[m], outage)).To(Succeed())
 		}
 		off := time.Now()
-		uids[memVictim.name] = memVictim.uid
+		evictees := []evictee{memVictim, lone}
+		for _, m := range members {
+			evictees = append(evictees, evictee{ns: ns, name: m, uid: uids[m]})
+		}
 		Eventually(func(g Gomega) {
-			for _, m := range append(slices.Clone(members), memVictim.name) {
-				pns := ns
-				if m == memVictim.name {
-					pns = memNS
-				}
-				p := &corev1.Pod{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: pns, Name: m}, p)).To(Succeed())
-				g.Expect(p.UID).To(Equal(uids[m]), "%s's Pod went before its node booted", m)
+			for _, e := range evictees {
+				m, p := e.name, &corev1.Pod{}
+				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: m}, p)).To(Succeed())
+				g.Expect(p.UID).To(Equal(e.uid), "%s's Pod went before its node booted", m)
 				g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "%s's Pod not evicted yet", m)
 				g.Expect(p.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.DisruptionTarget),
 					HaveField("Reason", "DeletionByTaintManager"))), "%s evicted by the taint eviction controller", m)
@@ -90,11 +93,10 @@ var _ = Describe("a long outage and a drain", func() {
 		}).WithTimeout(outage - 2*time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(time.Since(off)).To(BeNumerically("<", outage), "evicted while the nodes were off")
 
-		delete(uids, memVictim.name)
-
 		By("the nodes boot and finish the deletes; every PVC member comes back on its claim with its ID; " +
 			"the memory member is replaced by a new one with a new ID")
 		expectReplacedWithNewID(ctx, c, memNS, memName, memVictim.name, memIDs, memLoad)
+		expectTotalLossNamed(ctx, c, lone)
 		e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
@@ -110,12 +112,15 @@ var _ = Describe("a long outage and a drain", func() {
 	}, SpecTimeout(7*time.Minute))
 })
 
-const memNS, memName = "outage-mem", "outmem"
+const (
+	memNS, memName   = "outage-mem", "outmem"
+	loneNS, loneName = "outage-lone", "outlone"
+)
 
 // evictee is a member whose Pod the outage is to evict.
 type evictee struct {
-	name string
-	uid  types.UID
+	ns, name string
+	uid      types.UID
 }
 
 // startMemoryBeside starts the outage spec's memory cluster once the PVC
@@ -138,7 +143,49 @@ func startMemoryBeside(ctx context.Context, c client.Client, pvcNodes map[string
 		}
 	}
 	Expect(lost).To(HaveLen(1), "one memory member on a Node the outage powers off, two on the Nodes that stay up")
-	return evictee{name: lost[0], uid: e2eutil.Pod(ctx, c, memNS, lost[0]).UID}, ids
+	return evictee{ns: memNS, name: lost[0], uid: e2eutil.Pod(ctx, c, memNS, lost[0]).UID}, ids
+}
+
+// startLoneMemory starts a one-member memory cluster after the others:
+// every Node then runs a Pod, and the kubelet binds it to the first Node
+// with one, a PVC member's, which the outage powers off. All its members
+// are lost.
+func startLoneMemory(ctx context.Context, c client.Client, pvcNodes map[string]string) evictee {
+	GinkgoHelper()
+	sb.Namespace(ctx, cluster, loneNS)
+	ec := e2eutil.NewEtcdCluster(loneNS, loneName, 1, true)
+	Expect(c.Create(ctx, ec)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+	e2eutil.WaitAvailable(ctx, c, loneNS, loneName, 2*time.Minute)
+	m := e2eutil.FirstMember(ctx, c, loneNS, loneName)
+	Expect(slices.Collect(maps.Values(pvcNodes))).To(ContainElement(e2eutil.PodNode(ctx, c, loneNS, m)),
+		"the lone memory member runs on a Node the outage powers off")
+	return evictee{ns: loneNS, name: m, uid: e2eutil.Pod(ctx, c, loneNS, m).UID}
+}
+
+// expectTotalLossNamed waits until the lone cluster, its only member
+// evicted and its Pod gone with the boot, says QuorumLost and TotalLoss
+// (RestoreNotEnabled: it did not opt in), and checks that its member is
+// kept under its ID with no Pod running it again.
+func expectTotalLossNamed(ctx context.Context, c client.Client, lone evictee) {
+	GinkgoHelper()
+	id := e2eutil.MemberIDs(ctx, c, loneNS, loneName)[lone.name]
+	Eventually(func(g Gomega) {
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: loneNS, Name: loneName}, ec)).To(Succeed())
+		a := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAvailable)
+		g.Expect(a).NotTo(BeNil())
+		g.Expect(a.Reason).To(Equal(v1alpha1.ReasonQuorumLost))
+		tl := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+		g.Expect(tl).NotTo(BeNil(), "total loss is named")
+		g.Expect(tl.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(tl.Reason).To(Equal(v1alpha1.ReasonRestoreNotEnabled))
+	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	members := e2eutil.Members(ctx, c, loneNS, loneName)
+	Expect(members).To(HaveKey(lone.name))
+	Expect(members[lone.name].Status.MemberID).To(Equal(id))
+	err := c.Get(ctx, types.NamespacedName{Namespace: loneNS, Name: lone.name}, &corev1.Pod{})
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Pod runs the member again under its old ID: %v", err)
 }
 
 // evict asks for the eviction of Pod ns/name as `kubectl drain` does.
