@@ -93,9 +93,12 @@
 //     membership (MemberList through the other members) and health (each
 //     voter's own Status answer) and removes the member only if the other
 //     voters are a majority (etcd.HasQuorum), or if quorum is already lost
-//     (removing a member that cannot come back then costs nothing); it
-//     waits when it would cost quorum or when no member answers at all,
-//     which may be our network rather than etcd. The gate is told the real
+//     and the cluster recovers from a survivor by itself (quorumLoss
+//     FromSurvivor: removing a member that cannot come back then costs
+//     nothing); it waits when it would cost quorum, when no member answers
+//     at all, which may be our network rather than etcd, and when quorum is
+//     lost under quorumLoss Manual, where a person decides and nothing is
+//     touched until then (lostQuorumSafety). The gate is told the real
 //     quorum state. A crash-looping member is replaced only while the other
 //     voters hold quorum by the same live reading, counting only voters
 //     that do not crash-loop themselves (one can answer between crashes).

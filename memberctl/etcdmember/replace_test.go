@@ -173,14 +173,34 @@ var _ = Describe("pod-loss replacement", func() {
 		Expect(h.gate.requests[0].QuorumLost).To(BeFalse())
 	})
 
-	It("removes a member whose cluster already lost quorum, and says so to the gate", func() {
+	It("removes a member whose cluster already lost quorum when it recovers from a survivor, and says so to the gate", func() {
 		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		ec := h.cluster()
+		ec.Spec.Recovery = &v1alpha1.RecoverySpec{QuorumLoss: v1alpha1.QuorumLossFromSurvivor}
+		Expect(k8sClient.Update(context.Background(), ec)).To(Succeed())
 		podLossKind.fault(h)
 		h.etcd.SetDown("ec-1", true)
 		h.reconcile("ec-0")
 		Expect(h.removing("ec-0")).To(BeTrue())
 		Expect(h.gate.requests).To(HaveLen(1))
 		Expect(h.gate.requests[0].QuorumLost).To(BeTrue())
+	})
+
+	It("touches nothing in a cluster without quorum under the default quorumLoss Manual, and replaces the member once quorum is back", func() {
+		h := newHarness(v1alpha1.StorageMediumMemory, 3)
+		podLossKind.fault(h)
+		h.etcd.SetDown("ec-1", true)
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeFalse(), "no deletion mark until a person acts")
+		Expect(h.member("ec-0").Finalizers).NotTo(BeEmpty())
+		Expect(h.gate.requests).To(BeEmpty(), "no token asked for")
+		Expect(h.cluster().Status.Replacement).To(BeNil(), "nothing counted")
+		Expect(h.cluster().Status.Replacing).To(BeNil(), "no lease taken")
+		Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("spec.recovery.quorumLoss is Manual"))
+
+		h.etcd.SetDown("ec-1", false) // quorum is back without it
+		h.reconcile("ec-0")
+		Expect(h.removing("ec-0")).To(BeTrue())
 	})
 
 	It("does not ask a member whose data dir was wiped for its own status: it cannot answer, and waiting for it cost 3 s per decision", func() {

@@ -150,9 +150,9 @@ func quorumWithout(q quorumView) (safety, error) {
 }
 
 // podLossSafety: remove only if quorum holds without the member, or is
-// already lost (then removing a member that cannot come back costs
-// nothing, and the gate serves the cluster first); never when etcd did not
-// answer at all, which may be our network rather than etcd.
+// already lost and the cluster recovers from a survivor by itself (see
+// lostQuorumSafety); never when etcd did not answer at all, which may be
+// our network rather than etcd.
 func (s *run) podLossSafety(ctx context.Context, askSelf bool) (safety, error) {
 	q, err := s.liveQuorum(ctx, quorumAsk{self: askSelf})
 	switch {
@@ -163,9 +163,30 @@ func (s *run) podLossSafety(ctx context.Context, askSelf bool) (safety, error) {
 	case q.holdsWithout():
 		return safe(false)
 	case q.lost():
-		return safe(true)
+		return s.lostQuorumSafety(ctx, q)
 	}
 	return safety{why: "quorum holds only with it: " + q.String()}, nil
+}
+
+// lostQuorumSafety decides for a member whose data is gone while its
+// cluster has no quorum. With spec.recovery.quorumLoss FromSurvivor the
+// cluster recovers by itself, and marking a member that cannot come back
+// costs nothing and lets the gate serve the cluster first. With Manual
+// (the default) a person decides what becomes of a cluster without
+// quorum, so nothing is marked: the members stay as they are until the
+// person recovers from a survivor (the annotation, which removes them
+// itself), restores, or brings quorum back, after which the member is
+// replaced as usual.
+func (s *run) lostQuorumSafety(ctx context.Context, q quorumView) (safety, error) {
+	ec, err := s.parent(ctx)
+	if err != nil {
+		return safety{}, err
+	}
+	if ec != nil && ec.Spec.Recovery.RecoversFromSurvivor() {
+		return safe(true)
+	}
+	return safety{why: "the cluster has no quorum (" + q.String() + ") and spec.recovery.quorumLoss is Manual: " +
+		"no member is removed until a person acts (see the EtcdCluster's Available condition and docs/operations.md, Power loss)"}, nil
 }
 
 // livePod reads the member's Pod from the apiserver; nil when absent.

@@ -93,16 +93,15 @@ var _ = Describe("a lost majority with a survivor", Ordered, func() {
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cur)).To(Succeed())
 			g.Expect(cur.Status.Recovery).To(BeNil())
 			g.Expect(meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionQuorumRecovery)).To(BeNil())
-			// The lost members may be marked for removal by the member
-			// controller (their data is gone for good), but their
-			// finalizers cannot remove them from etcd without quorum; the
+			// Not even the lost members are marked for removal (their data
+			// is gone for good, but under Manual a person decides), the
 			// survivor is left alone and no member is added.
 			members := e2eutil.Members(ctx, c, ns, name)
 			g.Expect(members).To(HaveLen(3))
 			for n, m := range members {
 				g.Expect(m.Status.MemberID).To(Equal(ids[n]))
+				g.Expect(m.DeletionTimestamp).To(BeNil(), "member %s is marked for removal", n)
 			}
-			g.Expect(members[leader].DeletionTimestamp).To(BeNil(), "the survivor is not removed")
 			g.Expect(e2eutil.PodReady(e2eutil.Pod(ctx, c, ns, leader)) || e2eutil.Pod(ctx, c, ns, leader).Status.Phase == corev1.PodRunning).
 				To(BeTrue(), "the survivor's Pod runs")
 			snaps := &v1alpha1.EtcdSnapshotList{}

@@ -2,6 +2,8 @@ package recovery_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,10 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 	"github.com/etcdfleet/etcdfleet/test/e2e/lincheck"
 	"github.com/etcdfleet/etcdfleet/test/sandbox"
@@ -21,16 +26,18 @@ import (
 // A long outage and a drain, done by Kubernetes' own controllers: the
 // sandbox runs kube-controller-manager's node lifecycle, taint eviction
 // and disruption controllers, and its kubelet renews Node Leases. One
-// spec on one PVC cluster, to keep CI time down: the drain is tried while
+// spec, to keep CI time down: the drain is tried on a PVC cluster while
 // the first node's outage is under way, and the long outage takes the
-// other members' nodes with it.
+// other members' nodes with it, and one member of a memory cluster whose
+// other two members run on the Nodes that stay up.
 //
-// The "recovery" cluster has a fourth Node (suite_test.go) that stays up:
-// with every Node down the node lifecycle controller evicts nothing, as
-// in a real cluster, and etcdfleet's Pods stay where they are.
+// The "recovery" cluster has a fourth and a fifth Node (suite_test.go)
+// that stay up: with every Node down the node lifecycle controller evicts
+// nothing, as in a real cluster, and etcdfleet's Pods stay where they are.
 var _ = Describe("a long outage and a drain", func() {
 	It("holds a drain while a voter's node is down; evicts every member of a PVC cluster whose nodes stay off past tolerationSeconds, "+
-		"which come back on their claims with their IDs and every key; then lets the drain proceed", func(ctx SpecContext) {
+		"which come back on their claims with their IDs and every key; replaces the evicted member of a memory cluster that kept quorum, "+
+		"and names the total loss of one that lost its every member; then lets the drain proceed", func(ctx SpecContext) {
 		const ns, name = "outage", "outage"
 		c, cs := clients[cluster], fleet.Cluster(cluster).Clientset
 		k := fleet.Cluster(cluster).Kubelet
@@ -45,7 +52,10 @@ var _ = Describe("a long outage and a drain", func() {
 			distinct[nodes[m]] = true
 		}
 		Expect(distinct).To(HaveLen(3), "one member per node")
-		Expect(k.NodeNames()).To(HaveLen(4), "a Node without a member stays up")
+		Expect(k.NodeNames()).To(HaveLen(5), "two Nodes without a member stay up")
+		memVictim, memIDs := startMemoryBeside(ctx, c, nodes)
+		lone := startLoneMemory(ctx, c, nodes)
+		memLoad := lincheck.StartIn(ctx, sb, cluster, memNS, memName)
 		waitDisruptionsAllowed(ctx, cs, ns, name, 1)
 		load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 
@@ -67,11 +77,15 @@ var _ = Describe("a long outage and a drain", func() {
 			Expect(k.PowerLoss(ctx, nodes[m], outage)).To(Succeed())
 		}
 		off := time.Now()
+		evictees := []evictee{memVictim, lone}
+		for _, m := range members {
+			evictees = append(evictees, evictee{ns: ns, name: m, uid: uids[m]})
+		}
 		Eventually(func(g Gomega) {
-			for _, m := range members {
-				p := &corev1.Pod{}
-				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: m}, p)).To(Succeed())
-				g.Expect(p.UID).To(Equal(uids[m]), "%s's Pod went before its node booted", m)
+			for _, e := range evictees {
+				m, p := e.name, &corev1.Pod{}
+				g.Expect(c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: m}, p)).To(Succeed())
+				g.Expect(p.UID).To(Equal(e.uid), "%s's Pod went before its node booted", m)
 				g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "%s's Pod not evicted yet", m)
 				g.Expect(p.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.DisruptionTarget),
 					HaveField("Reason", "DeletionByTaintManager"))), "%s evicted by the taint eviction controller", m)
@@ -79,7 +93,10 @@ var _ = Describe("a long outage and a drain", func() {
 		}).WithTimeout(outage - 2*time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(time.Since(off)).To(BeNumerically("<", outage), "evicted while the nodes were off")
 
-		By("the nodes boot and finish the deletes; every member comes back on its claim with its ID")
+		By("the nodes boot and finish the deletes; every PVC member comes back on its claim with its ID; " +
+			"the memory member is replaced by a new one with a new ID")
+		expectReplacedWithNewID(ctx, c, memNS, memName, memVictim.name, memIDs, memLoad)
+		expectTotalLossNamed(ctx, c, lone)
 		e2eutil.WaitPodsReplaced(ctx, c, ns, uids, 2*time.Minute)
 		e2eutil.WaitAvailable(ctx, c, ns, name, 2*time.Minute)
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
@@ -92,8 +109,84 @@ var _ = Describe("a long outage and a drain", func() {
 		load.StopAndCheck()
 		Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids))
 		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
-	}, SpecTimeout(6*time.Minute))
+	}, SpecTimeout(7*time.Minute))
 })
+
+const (
+	memNS, memName   = "outage-mem", "outmem"
+	loneNS, loneName = "outage-lone", "outlone"
+)
+
+// evictee is a member whose Pod the outage is to evict.
+type evictee struct {
+	ns, name string
+	uid      types.UID
+}
+
+// startMemoryBeside starts the outage spec's memory cluster once the PVC
+// cluster's members run on pvcNodes (member to Node), which the outage
+// powers off. The kubelet binds each Pod to the Node with the fewest Pods,
+// so two members go to the Nodes that stay up and one beside a PVC member:
+// that one is evicted, and the other two keep quorum.
+func startMemoryBeside(ctx context.Context, c client.Client, pvcNodes map[string]string) (evictee, map[string]string) {
+	GinkgoHelper()
+	etcd, ids := startCluster(ctx, c, memNS, memName, true)
+	etcd.Close()
+	off := map[string]bool{}
+	for _, n := range pvcNodes {
+		off[n] = true
+	}
+	var lost []string
+	for m := range ids {
+		if off[e2eutil.PodNode(ctx, c, memNS, m)] {
+			lost = append(lost, m)
+		}
+	}
+	Expect(lost).To(HaveLen(1), "one memory member on a Node the outage powers off, two on the Nodes that stay up")
+	return evictee{ns: memNS, name: lost[0], uid: e2eutil.Pod(ctx, c, memNS, lost[0]).UID}, ids
+}
+
+// startLoneMemory starts a one-member memory cluster after the others:
+// every Node then runs a Pod, and the kubelet binds it to the first Node
+// with one, a PVC member's, which the outage powers off. All its members
+// are lost.
+func startLoneMemory(ctx context.Context, c client.Client, pvcNodes map[string]string) evictee {
+	GinkgoHelper()
+	sb.Namespace(ctx, cluster, loneNS)
+	ec := e2eutil.NewEtcdCluster(loneNS, loneName, 1, true)
+	Expect(c.Create(ctx, ec)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
+	e2eutil.WaitAvailable(ctx, c, loneNS, loneName, 2*time.Minute)
+	m := e2eutil.FirstMember(ctx, c, loneNS, loneName)
+	Expect(slices.Collect(maps.Values(pvcNodes))).To(ContainElement(e2eutil.PodNode(ctx, c, loneNS, m)),
+		"the lone memory member runs on a Node the outage powers off")
+	return evictee{ns: loneNS, name: m, uid: e2eutil.Pod(ctx, c, loneNS, m).UID}
+}
+
+// expectTotalLossNamed waits until the lone cluster, its only member
+// evicted and its Pod gone with the boot, says QuorumLost and TotalLoss
+// (RestoreNotEnabled: it did not opt in), and checks that its member is
+// kept under its ID with no Pod running it again.
+func expectTotalLossNamed(ctx context.Context, c client.Client, lone evictee) {
+	GinkgoHelper()
+	id := e2eutil.MemberIDs(ctx, c, loneNS, loneName)[lone.name]
+	Eventually(func(g Gomega) {
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: loneNS, Name: loneName}, ec)).To(Succeed())
+		a := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionAvailable)
+		g.Expect(a).NotTo(BeNil())
+		g.Expect(a.Reason).To(Equal(v1alpha1.ReasonQuorumLost))
+		tl := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionTotalLoss)
+		g.Expect(tl).NotTo(BeNil(), "total loss is named")
+		g.Expect(tl.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(tl.Reason).To(Equal(v1alpha1.ReasonRestoreNotEnabled))
+	}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	members := e2eutil.Members(ctx, c, loneNS, loneName)
+	Expect(members).To(HaveKey(lone.name))
+	Expect(members[lone.name].Status.MemberID).To(Equal(id))
+	err := c.Get(ctx, types.NamespacedName{Namespace: loneNS, Name: lone.name}, &corev1.Pod{})
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Pod runs the member again under its old ID: %v", err)
+}
 
 // evict asks for the eviction of Pod ns/name as `kubectl drain` does.
 func evict(ctx context.Context, cs kubernetes.Interface, ns, name string) error {

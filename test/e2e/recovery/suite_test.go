@@ -40,10 +40,14 @@ func TestRecovery(t *testing.T) { e2eutil.RunSuite(t, "node loss and recovery e2
 var _ = BeforeSuite(func(ctx SpecContext) {
 	sb = e2eutil.StartOperatedSandbox(ctx, cluster)
 	fleet, clients = sb.Fleet, sb.Clients
-	// A fourth Node, for "a long outage and a drain": it powers off the
-	// three Nodes of a cluster, and the node lifecycle controller evicts
-	// nothing while every Node is down. Added here, not in that spec, so
-	// that every spec sees the same Nodes in any order.
-	_, err := fleet.Cluster(cluster).Kubelet.AddNode(ctx)
-	Expect(err).NotTo(HaveOccurred())
+	// A fourth and a fifth Node, for "a long outage and a drain": it
+	// powers off the three Nodes of a PVC cluster, and the node lifecycle
+	// controller evicts nothing while every Node is down; the two that
+	// stay up hold two members of its memory cluster, which keep quorum.
+	// Added here, not in that spec, so that every spec sees the same Nodes
+	// in any order.
+	for range 2 {
+		_, err := fleet.Cluster(cluster).Kubelet.AddNode(ctx)
+		Expect(err).NotTo(HaveOccurred())
+	}
 }, NodeTimeout(3*time.Minute))
