@@ -37,7 +37,7 @@ type SlotsConfig struct {
 	MaxConcurrent   int     `mapstructure:"maxConcurrent" flag:"snapshots-max-concurrent" help:"Most EtcdSnapshot Jobs running at once, fleet-wide; a snapshot waiting for a slot stays Pending (Ready=False, WaitingForSlot, the message saying which limit or cap holds it). Apart from the replacement limiter: backups never delay a replacement."`
 	StartsPerMinute float64 `mapstructure:"startsPerMinute" flag:"snapshots-starts-per-minute" help:"Most EtcdSnapshot Jobs started per minute, fleet-wide, evenly spaced, so that schedules firing at the same moment across the fleet start one by one."`
 	MaxPerCluster   int     `mapstructure:"maxPerCluster" flag:"snapshots-max-per-cluster" help:"Most EtcdSnapshot Jobs one workload cluster runs at once. A slot is held until its Job ends, so this keeps a cluster whose object store is slow or a tarpit to this many slots while the rest of the fleet keeps the others; its other snapshots wait (WaitingForSlot) without holding up other clusters'."`
-	MaxPerNamespace int     `mapstructure:"maxPerNamespace" flag:"snapshots-max-per-namespace" help:"Most EtcdSnapshot Jobs one namespace of a workload cluster runs at once (a namespace names its own endpoint and credentials); binds only when above maxPerCluster is raised."`
+	MaxPerNamespace int     `mapstructure:"maxPerNamespace" flag:"snapshots-max-per-namespace" help:"Most EtcdSnapshot Jobs one namespace of a workload cluster runs at once (a namespace names its own endpoint and credentials); it binds only once maxPerCluster is raised above it."`
 }
 
 // DefaultSlotsConfig is DefaultMaxConcurrentSnapshots,
