@@ -2,13 +2,21 @@ package app
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdfleet/etcdfleet/fleet/dashboard"
 	"github.com/etcdfleet/etcdfleet/fleet/limiter"
 	"github.com/etcdfleet/etcdfleet/fleet/settings"
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcdmember"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdsnapshot"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
+	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
@@ -28,8 +36,9 @@ func TestDefaultSettingsAreThePartsDefaults(t *testing.T) {
 		t.Errorf("snapshot slots %d at %v/min; want %d and %v", so.MaxConcurrent, so.StartsPerMinute,
 			limiter.DefaultMaxConcurrentSnapshots, limiter.DefaultSnapshotStartsPerMinute)
 	}
-	// The per-cluster and per-namespace caps have no setting on purpose:
-	// the manager runs the limiter's defaults.
+	if got, want := snapshotOptions(c), etcdsnapshot.DefaultOptions(); !reflect.DeepEqual(got, want) {
+		t.Errorf("snapshot options from the default settings:\n%+v\nwant etcdsnapshot.DefaultOptions():\n%+v", got, want)
+	}
 	if st := limiter.NewSlots(slotOptions(c, nil)).Stats(); st.MaxPerCluster != limiter.DefaultMaxSnapshotsPerCluster ||
 		st.MaxPerNamespace != limiter.DefaultMaxSnapshotsPerNamespace {
 		t.Errorf("snapshot caps %d per cluster, %d per namespace; want %d and %d", st.MaxPerCluster, st.MaxPerNamespace,
@@ -51,5 +60,28 @@ func TestDefaultSettingsAreThePartsDefaults(t *testing.T) {
 		kubeconfigsecret.DefaultProbeInterval, kubeconfigsecret.DefaultProbeTimeout, kubeconfigsecret.DefaultFailureThreshold}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("provider QPS, burst, preflight, probe interval, probe timeout, failure threshold = %v; want %v", got, want)
+	}
+}
+
+// TestSnapshotAgentSettingsReachTheJobs: the snapshotAgent.* settings
+// become the agent flags of the Jobs the snapshot controller builds, and
+// the slot caps the Slots' caps.
+func TestSnapshotAgentSettingsReachTheJobs(t *testing.T) {
+	c := settings.Default()
+	c.SnapshotAgent = agent.S3Limits{ConnectTimeout: 7 * time.Second, FirstByteTimeout: 8 * time.Second, MinThroughput: 9000, ThroughputWindow: 11 * time.Second}
+	c.Snapshots.MaxPerCluster, c.Snapshots.MaxPerNamespace = 3, 2
+	s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s1"},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "c"},
+			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: "https://s3:9000", Bucket: "b",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}}}}
+	m := v1alpha1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c-0"}, Spec: v1alpha1.EtcdMemberSpec{ClusterName: "c"}}
+	args := strings.Join(etcdsnapshot.BuildJob(s, []v1alpha1.EtcdMember{m}, snapshotOptions(c)).Spec.Template.Spec.Containers[0].Args, " ") + " "
+	for _, want := range []string{"--s3-connect-timeout=7s ", "--s3-first-byte-timeout=8s ", "--s3-min-throughput=9000 ", "--s3-throughput-window=11s "} {
+		if !strings.Contains(args, want) {
+			t.Errorf("agent args %q lack %q", args, want)
+		}
+	}
+	if st := limiter.NewSlots(slotOptions(c, nil)).Stats(); st.MaxPerCluster != 3 || st.MaxPerNamespace != 2 {
+		t.Errorf("caps %d and %d, want the settings' 3 and 2", st.MaxPerCluster, st.MaxPerNamespace)
 	}
 }

@@ -361,6 +361,7 @@ func dashboardOptions(c settings.Config) dashboard.Options {
 func snapshotOptions(c settings.Config) etcdsnapshot.Options {
 	o := etcdsnapshot.DefaultOptions()
 	o.Image = c.AgentImage
+	o.S3Limits = c.SnapshotAgent
 	return o
 }
 

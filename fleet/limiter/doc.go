@@ -228,8 +228,9 @@
 // bucket of one, so starts never come in a burst), so that a thousand
 // clusters whose schedules fire at midnight start one by one and at most
 // four stream to object storage together. It also caps the snapshots
-// running at once per workload cluster (MaxPerCluster, default 1) and per
-// namespace within one (MaxPerNamespace, default 1; it binds only once
+// running at once per workload cluster (MaxPerCluster, the manager's
+// snapshots.maxPerCluster, default 1) and per namespace within one
+// (MaxPerNamespace, snapshots.maxPerNamespace, default 1; it binds only once
 // MaxPerCluster is raised). A slot is held until the Job ends, up to its
 // 30-minute deadline, so without the caps one cluster with a slow or
 // tarpit object store would take a slot at each of its turns and keep it,
@@ -298,9 +299,10 @@
 // etcdfleet_snapshot_starts_waiting (gauges read at scrape time; waiting
 // has a reason label, SlotWaitReason: FleetLimit, ClusterCap or
 // NamespaceCap) and etcdfleet_snapshot_start_wait_seconds (a histogram of
-// waits). The caller's Decision carries no reason (gate.Decision has only
-// Delay), so the snapshot's WaitingForSlot condition stays generic and
-// the gauge tells which limit holds snapshots back.
+// waits). A waiting snapshot's Decision carries the same reason as a
+// sentence (gate.Decision.Reason: "cluster X already holds its 1 snapshot
+// slot (snapshots.maxPerCluster)"), which the snapshot reconciler puts in
+// its WaitingForSlot condition, so a user sees which cap holds it back.
 //
 // # Trade-offs
 //

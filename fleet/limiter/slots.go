@@ -103,7 +103,7 @@ func (s *Slots) acquireLocked(k key, sl gate.Slot) (gate.Decision, []gate.Reques
 	e.lastAsk = now
 	woken := s.grantLocked(now, k)
 	if !e.granted {
-		return gate.Decision{Delay: s.delayLocked(e, now), Cancel: func() {}}, woken
+		return gate.Decision{Delay: s.delayLocked(e, now), Cancel: func() {}, Reason: s.reasonLocked(e)}, woken
 	}
 	delete(s.entries, k)
 	s.unclaimed--

@@ -1,6 +1,9 @@
 package limiter
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // SlotWaitReason says why a snapshot waits for its slot. It labels the
 // waiting gauge, so an operator tells a fleet that asks for more than its
@@ -102,4 +105,28 @@ func (s *Slots) waitingLocked() map[SlotWaitReason]int {
 		n[r]++
 	}
 	return n
+}
+
+// reasonLocked is the sentence queued e's Decision carries: which cap or
+// limit keeps it waiting. It names only settings and the cluster and
+// namespace, never counts that change while it waits, so the snapshot's
+// condition is not rewritten at every re-ask.
+func (s *Slots) reasonLocked(e *entry) string {
+	switch s.capLocked(e) {
+	case WaitClusterCap:
+		return fmt.Sprintf("cluster %s already holds its %s (snapshots.maxPerCluster)", e.req.Cluster, slotsWord(s.opts.MaxPerCluster))
+	case WaitNamespaceCap:
+		return fmt.Sprintf("namespace %s of cluster %s already holds its %s (snapshots.maxPerNamespace)",
+			e.req.Namespace, e.req.Cluster, slotsWord(s.opts.MaxPerNamespace))
+	}
+	return fmt.Sprintf("waiting for its turn: the fleet runs at most %d snapshots at once (snapshots.maxConcurrent) and starts %g per minute (snapshots.startsPerMinute)",
+		s.opts.MaxConcurrent, s.opts.StartsPerMinute)
+}
+
+// slotsWord is "1 snapshot slot" or "n snapshot slots".
+func slotsWord(n int) string {
+	if n == 1 {
+		return "1 snapshot slot"
+	}
+	return fmt.Sprintf("%d snapshot slots", n)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/datadirguard"
 	"github.com/etcdfleet/etcdfleet/memberctl/operator"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
+	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 	"github.com/etcdfleet/etcdfleet/providers/kubeconfigsecret"
 )
 
@@ -31,12 +32,15 @@ type Config struct {
 	WorkersPerCluster int           `mapstructure:"workersPerCluster" flag:"workers-per-cluster" help:"Most reconciles of one workload cluster in flight at once, per controller. Below workers, a cluster whose apiserver hangs never holds more than this many workers and the rest of the fleet keeps the others; equal to workers: no cap."`
 	ReconcileTimeout  time.Duration `mapstructure:"reconcileTimeout" flag:"reconcile-timeout" help:"Longest one reconcile may run; its context then ends and it is retried with backoff. Bounds how long a cluster that stopped answering holds a worker."`
 
-	Limiter     limiter.Config        `mapstructure:"limiter"`
-	Snapshots   limiter.SlotsConfig   `mapstructure:"snapshots"`
-	Rollout     limiter.RolloutConfig `mapstructure:"rollout"`
-	Replacement replacement.Policy    `mapstructure:"replacement"`
-	Clusters    ClustersConfig        `mapstructure:"clusters"`
-	Dashboard   dashboard.Config      `mapstructure:"dashboard"`
+	Limiter   limiter.Config      `mapstructure:"limiter"`
+	Snapshots limiter.SlotsConfig `mapstructure:"snapshots"`
+	// SnapshotAgent are the limits of the snapshot agent's transfers,
+	// passed into every snapshot, check and cleanup Job.
+	SnapshotAgent agent.S3Limits        `mapstructure:"snapshotAgent"`
+	Rollout       limiter.RolloutConfig `mapstructure:"rollout"`
+	Replacement   replacement.Policy    `mapstructure:"replacement"`
+	Clusters      ClustersConfig        `mapstructure:"clusters"`
+	Dashboard     dashboard.Config      `mapstructure:"dashboard"`
 
 	Metrics                `mapstructure:",squash"`
 	HealthProbeBindAddress string `mapstructure:"healthProbeBindAddress" flag:"health-probe-bind-address" help:"Address of the /healthz and /readyz endpoints."`
@@ -74,6 +78,7 @@ func Default() Config {
 		Limiter:                limiter.DefaultConfig(),
 		Snapshots:              limiter.DefaultSlotsConfig(),
 		Rollout:                limiter.DefaultRolloutConfig(),
+		SnapshotAgent:          agent.DefaultS3Limits(),
 		Replacement:            replacement.DefaultPolicy(),
 		Clusters:               ClustersConfig{ClusterConfig: kubeconfigsecret.DefaultClusterConfig(), RequestTimeout: operator.DefaultRequestTimeout},
 		Dashboard:              dashboard.DefaultConfig(),

@@ -82,7 +82,7 @@ func load(fs *pflag.FlagSet) (Config, error) {
 // no part has judged, > 0.
 func (c Config) Validate() error {
 	errs := []error{
-		c.Limiter.Validate(), c.Snapshots.Validate(), c.Rollout.Validate(), c.Replacement.Validate(),
+		c.Limiter.Validate(), c.Snapshots.Validate(), c.Rollout.Validate(), c.SnapshotAgent.Validate(), c.Replacement.Validate(),
 		c.Clusters.Validate(), c.Dashboard.Validate(), c.Sharding.Validate(),
 	}
 	if c.Namespace == "" {

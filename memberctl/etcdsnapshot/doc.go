@@ -29,8 +29,9 @@
 //   - Pending, with a member to dial: a slot is asked of the cluster's
 //     gate.Slots (workload.Cluster.Slots; the fleet's limiter.Slots bounds
 //     the snapshots running fleet-wide). Without one the snapshot stays
-//     Pending with Ready=False WaitingForSlot and requeues after the
-//     gate's delay. The slot is held while Started (re-taken on every
+//     Pending with Ready=False WaitingForSlot, whose message carries the
+//     gate's reason (gate.Decision.Reason: which limit or cap holds it),
+//     and requeues after the gate's delay. The slot is held while Started (re-taken on every
 //     reconcile, so a restarted manager counts the Jobs already running)
 //     and released at a terminal phase or when the EtcdSnapshot is gone;
 //     it expires at the Job's activeDeadlineSeconds plus a minute, so a

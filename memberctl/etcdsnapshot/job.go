@@ -41,6 +41,11 @@ type Options struct {
 	// Requeue is how often a Pending snapshot whose cluster is missing or
 	// has no member to dial is looked at again.
 	Requeue time.Duration
+	// S3Limits bound each stage of the agent's transfers with object
+	// storage (connect, first byte, throughput floor), so that a stalled
+	// or tarpit store fails the Job in minutes and frees its snapshot
+	// slot; the manager's settings snapshotAgent.*.
+	S3Limits agent.S3Limits
 	// CleanupBackoffLimit is the Pod retries of a cleanup Job (deletionPolicy
 	// Delete); the Job controller spaces them 10 s, 20 s, 40 s... apart, which
 	// rides out a store that is down for a few minutes.
@@ -63,6 +68,7 @@ func DefaultOptions() Options {
 		TTLAfterFinished: 10 * time.Minute,
 		BackoffLimit:     2,
 		Requeue:          30 * time.Second,
+		S3Limits:         agent.DefaultS3Limits(),
 
 		CleanupBackoffLimit: 4,
 		CleanupRetry:        5 * time.Minute,
@@ -186,6 +192,9 @@ func secretVolume(name string, keys ...string) corev1.VolumeSource {
 // agentJob is a Job named name running `etcdfleet-agent snapshot-agent`
 // with cfg for snapshot s.
 func agentJob(s *v1alpha1.EtcdSnapshot, name string, cfg agent.Config, v volumes, backoffLimit int32, deadline time.Duration, o Options) *batchv1.Job {
+	if cfg.S3 != nil {
+		cfg.S3.Limits = o.S3Limits
+	}
 	labels := map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, LabelSnapshot: s.Name,
 		v1alpha1.LabelInstance: s.Spec.ClusterRef.Name}
 	return &batchv1.Job{

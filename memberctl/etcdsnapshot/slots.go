@@ -66,8 +66,11 @@ func (st *run) acquireSlot(ctx context.Context) (res ctrl.Result, cancel func(),
 	s := st.s
 	d := slotsOf(st.cl).Acquire(ctx, slot(st.cl, st.o, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, s.Spec.ClusterRef.Name, time.Now()))
 	if d.Delay > 0 {
-		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonWaitingForSlot,
-			"waiting for a snapshot slot: the fleet limits how many snapshots run at once and how fast they start")
+		why := d.Reason
+		if why == "" {
+			why = "the fleet limits how many snapshots run at once and how fast they start"
+		}
+		st.setReady(metav1.ConditionFalse, v1alpha1.ReasonWaitingForSlot, "waiting for a snapshot slot: "+why)
 		return ctrl.Result{RequeueAfter: d.Delay}, nil, false
 	}
 	return ctrl.Result{}, d.Cancel, true

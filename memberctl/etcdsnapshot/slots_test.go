@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -27,6 +28,7 @@ import (
 type recordingSlots struct {
 	mu                       sync.Mutex
 	delay                    time.Duration
+	reason                   string
 	acquired, held, released []gate.Slot
 }
 
@@ -34,7 +36,7 @@ func (s *recordingSlots) Acquire(_ context.Context, sl gate.Slot) gate.Decision 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.delay > 0 {
-		return gate.Decision{Delay: s.delay, Cancel: func() {}}
+		return gate.Decision{Delay: s.delay, Cancel: func() {}, Reason: s.reason}
 	}
 	s.acquired = append(s.acquired, sl)
 	return gate.Decision{Cancel: func() {}}
@@ -73,13 +75,16 @@ var _ = Describe("EtcdSnapshot reconciler with paced starts", func() {
 		runningCluster(ctx, ns)
 		s := newSnapshot(ns)
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
-		slots := &recordingSlots{delay: 7 * time.Second}
+		slots := &recordingSlots{delay: 7 * time.Second, reason: "cluster c1 already holds its 1 snapshot slot (snapshots.maxPerCluster)"}
 		pr := pacedReconciler(slots)
 
 		after, got := reconcileWith(ctx, pr, s)
 		Expect(after).To(Equal(7 * time.Second))
 		Expect(got.Status.Phase).To(Equal(v1alpha1.SnapshotPending))
 		Expect(readyReason(got)).To(Equal(v1alpha1.ReasonWaitingForSlot))
+		Expect(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message).To(
+			Equal("waiting for a snapshot slot: cluster c1 already holds its 1 snapshot slot (snapshots.maxPerCluster)"),
+			"the condition says which cap holds the snapshot")
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: JobName("s")}, &batchv1.Job{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Job without a slot: %v", err)
 

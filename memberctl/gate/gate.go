@@ -76,8 +76,9 @@ type Decision struct {
 	// Cancel returns an unused grant, for when the caller was allowed to act
 	// but did not (for example, its status write failed). Never nil.
 	Cancel func()
-	// Reason says, when Delay > 0 and the implementation knows, what the
-	// caller waits for, in words for its status.
+	// Reason says, in a sentence a user reads on the waiting object's
+	// condition, why the caller waits (which limit or cap holds it);
+	// empty when it may act now or when the gate does not say.
 	Reason string
 }
 

@@ -47,6 +47,18 @@
 //     conditional delete, so a replacement in the moment between the stat
 //     and the delete is still deleted). An empty recorded ETag (artifacts
 //     from before) acts on whatever the key holds, as before.
+//   - Every transfer with object storage is bounded per stage (S3Limits,
+//     the --s3-* limit flags, the manager's snapshotAgent.* settings): the
+//     connection, TCP and TLS together (dialer); the response's first
+//     byte once the request is written; and a throughput floor over a
+//     window, measured only while a request's or a response's body moves
+//     (meteredTransport, watch), so the time spent reading etcd between
+//     parts never counts against the store. A cut transfer fails with a
+//     StageError naming the stage and its flag, which becomes the
+//     snapshot's JobFailed message. Besides, every read and write on a
+//     connection must move a byte within StallTimeout. Without them a
+//     tarpit endpoint would hold the run, and its fleet-wide snapshot
+//     slot, for the whole run's timeout.
 //   - A file is written to a temporary name, synced and hard-linked into
 //     place (link fails on an existing name), so a failed run never leaves
 //     half a snapshot under the final name and never replaces a file; a

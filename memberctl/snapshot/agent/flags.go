@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -25,16 +26,21 @@ const (
 	flagS3CAFile    = "s3-ca-file"
 	flagS3SSE       = "s3-sse"
 	flagS3SSEKMSKey = "s3-sse-kms-key-id"
-	flagPartSize    = "part-size"
-	flagTimeout     = "timeout"
-	flagTermMessage = "termination-message-path"
-	flagDelete      = "delete"
-	flagCheckSHA256 = "check-sha256"
-	flagCheckSize   = "check-size"
-	flagETag        = "etag"
-	flagSingle      = "single-member"
-	flagDrillDir    = "drill-dir"
-	flagCheckRev    = "check-revision"
+
+	flagS3ConnectTimeout   = "s3-connect-timeout"
+	flagS3FirstByteTimeout = "s3-first-byte-timeout"
+	flagS3MinThroughput    = "s3-min-throughput"
+	flagS3ThroughputWindow = "s3-throughput-window"
+	flagPartSize           = "part-size"
+	flagTimeout            = "timeout"
+	flagTermMessage        = "termination-message-path"
+	flagDelete             = "delete"
+	flagCheckSHA256        = "check-sha256"
+	flagCheckSize          = "check-size"
+	flagETag               = "etag"
+	flagSingle             = "single-member"
+	flagDrillDir           = "drill-dir"
+	flagCheckRev           = "check-revision"
 )
 
 // BindFlags binds cfg to the subcommand's flags; S3 is set when
@@ -70,6 +76,11 @@ func BindS3Flags(fs *pflag.FlagSet, s3 *S3) {
 	fs.StringVar(&s3.CAFile, flagS3CAFile, "", "PEM bundle that alone verifies the store's TLS certificate (a private CA); empty trusts the system's roots")
 	fs.StringVar(&s3.SSE, flagS3SSE, "", "server-side encryption of uploads: "+SSES3+" or "+SSEKMS+" (with --"+flagS3SSEKMSKey+"); empty asks for none")
 	fs.StringVar(&s3.SSEKMSKeyID, flagS3SSEKMSKey, "", "the KMS key of --"+flagS3SSE+"="+SSEKMS)
+	d := DefaultS3Limits()
+	fs.DurationVar(&s3.Limits.ConnectTimeout, flagS3ConnectTimeout, d.ConnectTimeout, "longest wait to connect to the store, TCP and TLS together")
+	fs.DurationVar(&s3.Limits.FirstByteTimeout, flagS3FirstByteTimeout, d.FirstByteTimeout, "longest wait for the store's response headers once a request is sent")
+	fs.IntVar(&s3.Limits.MinThroughput, flagS3MinThroughput, d.MinThroughput, "throughput floor in bytes/s of a body moving to or from the store, over --"+flagS3ThroughputWindow)
+	fs.DurationVar(&s3.Limits.ThroughputWindow, flagS3ThroughputWindow, d.ThroughputWindow, "window of --"+flagS3MinThroughput)
 }
 
 // Finish sets cfg.S3 from the bound S3 flags when an S3 endpoint was given.
@@ -129,6 +140,23 @@ func S3Args(s S3) []string {
 		if f.v != "" {
 			args = append(args, flag(f.name, f.v))
 		}
+	}
+	return append(args, s.Limits.args()...)
+}
+
+// args are the flags of l's non-zero limits; BindS3Flags reads them.
+func (l S3Limits) args() []string {
+	var args []string
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{flagS3ConnectTimeout, l.ConnectTimeout}, {flagS3FirstByteTimeout, l.FirstByteTimeout}, {flagS3ThroughputWindow, l.ThroughputWindow}} {
+		if f.d != 0 {
+			args = append(args, flag(f.name, f.d.String()))
+		}
+	}
+	if l.MinThroughput != 0 {
+		args = append(args, flag(flagS3MinThroughput, strconv.Itoa(l.MinThroughput)))
 	}
 	return args
 }

@@ -15,7 +15,25 @@ import (
 // BindFlags forgets fails the round trips below.
 func s3WithEverything() agent.S3 {
 	return agent.S3{Endpoint: "https://s3.example:9000", Bucket: "b", Key: "p/k.db", Region: "eu-west-1",
-		CredentialsDir: "/etc/etcdfleet/s3", CAFile: "/etc/etcdfleet/s3-ca/bundle.pem", SSE: agent.SSEKMS, SSEKMSKeyID: "alias/k"}
+		CredentialsDir: "/etc/etcdfleet/s3", CAFile: "/etc/etcdfleet/s3-ca/bundle.pem", SSE: agent.SSEKMS, SSEKMSKeyID: "alias/k",
+		Limits: agent.S3Limits{ConnectTimeout: 3 * time.Second, FirstByteTimeout: 4 * time.Second, MinThroughput: 5000, ThroughputWindow: 6 * time.Second}}
+}
+
+// TestS3LimitsDefaultWhenNotWritten: a Job built without limits (older
+// controller, or a restore Pod) runs with the defaults.
+func TestS3LimitsDefaultWhenNotWritten(t *testing.T) {
+	s3 := s3WithEverything()
+	s3.Limits = agent.S3Limits{}
+	fs := pflag.NewFlagSet("snapshot-agent", pflag.ContinueOnError)
+	var got agent.Config
+	var gotS3 agent.S3
+	agent.BindFlags(fs, &got, &gotS3)
+	if err := fs.Parse(agent.Args(agent.Config{S3: &s3})); err != nil {
+		t.Fatal(err)
+	}
+	if gotS3.Limits != agent.DefaultS3Limits() {
+		t.Errorf("limits %+v, want the defaults %+v", gotS3.Limits, agent.DefaultS3Limits())
+	}
 }
 
 // TestArgsRoundTrip: what the controller writes (Args) is what the agent

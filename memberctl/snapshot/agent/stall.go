@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"crypto/x509"
 	"net"
 	"net/http"
@@ -25,32 +24,29 @@ const DefaultStallTimeout = time.Minute
 // timeouts; three ride out a store's brief hiccup.
 const s3Retries = 3
 
-// dialTimeoutS3 bounds connecting to object storage.
-const dialTimeoutS3 = 10 * time.Second
-
 // stallTransport is minio's default transport whose connections fail a
-// read or write that makes no progress within stall.
+// read or write that makes no progress within stall, and whose every
+// stage is bounded by lim (meteredTransport, dialer).
 // With roots, only they verify the store's certificate (a private CA).
-func stallTransport(secure bool, stall time.Duration, roots *x509.CertPool) (http.RoundTripper, error) {
+func stallTransport(secure bool, stall time.Duration, lim S3Limits, roots *x509.CertPool) (http.RoundTripper, error) {
 	t, err := minio.DefaultTransport(secure)
 	if err != nil {
 		return nil, err
 	}
-	if roots != nil {
-		t.TLSClientConfig.RootCAs = roots
-	}
-	d := &net.Dialer{Timeout: dialTimeoutS3, KeepAlive: 30 * time.Second}
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
+	d := dialer{lim: lim, stall: stall}
+	t.DialContext = d.dial
+	if secure {
+		if roots != nil {
+			t.TLSClientConfig.RootCAs = roots
 		}
-		return &progressConn{Conn: c, stall: stall}, nil
+		d.tls = t.TLSClientConfig
+		t.DialTLSContext = d.dialTLS
+		// Through a proxy the transport does the handshake itself.
+		t.TLSHandshakeTimeout = lim.ConnectTimeout
 	}
-	// The time to the first response byte once a part is sent: a store
-	// that took the whole part and never answers.
-	t.ResponseHeaderTimeout = stall
-	return t, nil
+	// meteredTransport times the first byte itself, naming the stage.
+	t.ResponseHeaderTimeout = 0
+	return meteredTransport{next: t, lim: lim}, nil
 }
 
 // progressConn sets a fresh deadline before every read and write, so that

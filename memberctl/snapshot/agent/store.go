@@ -38,6 +38,9 @@ type S3 struct {
 	// decrypts SSE-S3 and SSE-KMS objects itself.
 	SSE         string
 	SSEKMSKeyID string
+	// Limits bound each stage of a transfer with the store; zero fields
+	// take the defaults (DefaultS3Limits).
+	Limits S3Limits
 }
 
 // Server-side encryption types of S3.SSE (the API's SSEType values).
@@ -142,7 +145,7 @@ func newS3Store(loc S3, partSize int64, stall time.Duration) (*s3Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := stallTransport(u.Scheme == "https", stall, roots)
+	tr, err := stallTransport(u.Scheme == "https", stall, loc.Limits.withDefaults(), roots)
 	if err != nil {
 		return nil, fmt.Errorf("s3 transport: %w", err)
 	}

@@ -1,8 +1,11 @@
 // Package pacing_test checks the fleet-wide pacing of snapshot starts: the
 // whole fleet manager (fleet/app) in process against a sandbox of one
 // management cluster and ten workload clusters, each with a real
-// one-member etcd, storing snapshots to real object storage (SeaweedFS).
-// What it asserts is read from the workload apiservers' side.
+// one-member etcd, storing snapshots to real object storage (SeaweedFS),
+// and the fair share of them: the per-cluster cap and the agent's stage
+// limits keep a cluster whose endpoint stalls from holding up the others
+// (fair_slots_test.go). What it asserts is read from the workload
+// apiservers' side.
 package pacing_test
 
 import (
@@ -63,6 +66,10 @@ func managerConfig() settings.Config {
 	c := e2eutil.ManagerConfig(secretNS)
 	c.Snapshots.MaxConcurrent, c.Snapshots.StartsPerMinute = maxConcurrent, 600
 	c.Workers, c.WorkersPerCluster = 4, 2
+	// Short stage limits, so that the fair-slots spec's tarpit fails a
+	// snapshot within seconds per try; SeaweedFS on loopback answers in
+	// milliseconds.
+	c.SnapshotAgent.ConnectTimeout, c.SnapshotAgent.FirstByteTimeout, c.SnapshotAgent.ThroughputWindow = 5*time.Second, 5*time.Second, 10*time.Second
 	return c
 }
 
