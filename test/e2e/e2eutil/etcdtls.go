@@ -1,0 +1,62 @@
+package e2eutil
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+)
+
+// secretReadTimeout bounds one read of the TLS Secrets during a handshake:
+// the test's own apiserver connection answers in milliseconds, and a
+// handshake that waits longer fails and is retried by gRPC anyway.
+const secretReadTimeout = 5 * time.Second
+
+// liveClientTLS is the TLS config of a test client of member m's cluster
+// that follows the Secrets as they change, as a client that reloads its
+// files would: at every handshake it trusts the server Secret's ca.crt as
+// it is then and presents the operator client Secret's pair as it is then.
+// A CA rotation then needs no new client: a client built once, before the
+// rotation, keeps verifying the members and being verified by them.
+func liveClientTLS(c client.Client, m *v1alpha1.EtcdMember) *tls.Config {
+	current := func() (*tls.Config, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), secretReadTimeout)
+		defer cancel()
+		return etcd.ClientTLSConfig(ctx, c, m)
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// The chain is verified in VerifyConnection, against the roots of
+		// the moment; the standard check would use a fixed pool.
+		InsecureSkipVerify: true, //nolint:gosec // verified below
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			cfg, err := current()
+			if err != nil {
+				return err
+			}
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the server sent no certificate")
+			}
+			inter := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				inter.AddCert(c)
+			}
+			_, err = cs.PeerCertificates[0].Verify(x509.VerifyOptions{DNSName: cs.ServerName,
+				Roots: cfg.RootCAs, Intermediates: inter})
+			return err
+		},
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cfg, err := current()
+			if err != nil || len(cfg.Certificates) == 0 {
+				return &tls.Certificate{}, err
+			}
+			return &cfg.Certificates[0], nil
+		},
+	}
+}
