@@ -5,12 +5,17 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcdaccess"
 )
 
 // secretReadTimeout bounds one read of the TLS Secrets during a handshake:
@@ -59,4 +64,45 @@ func liveClientTLS(c client.Client, m *v1alpha1.EtcdMember) *tls.Config {
 			return &cfg.Certificates[0], nil
 		},
 	}
+}
+
+// DialAs asks a member of the cluster for its version over HTTPS through
+// port-forward, presenting the key pair of Secret clientSecret and
+// trusting the server Secret's ca.crt: nil when etcd accepted the pair,
+// the TLS error when it refused it.
+func DialAs(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster, clientSecret string) error {
+	var list v1alpha1.EtcdMemberList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: cluster}); err != nil {
+		return err
+	}
+	if len(list.Items) == 0 {
+		return errors.New("no member")
+	}
+	m := list.Items[0].DeepCopy()
+	m.Spec.TLS.OperatorClientSecretRef = clientSecret
+	tlsCfg, err := etcd.ClientTLSConfig(ctx, c, m)
+	if err != nil {
+		return err
+	}
+	d, err := etcdaccess.NewPortForwardDialer(cfg, etcdaccess.PortForwardOptions{})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	dial := etcdaccess.ContextDialer(d)
+	hc := &http.Client{Timeout: secretReadTimeout, Transport: &http.Transport{TLSClientConfig: tlsCfg,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return dial(ctx, addr) }}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, etcd.MemberClientURL(m)+"/version", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /version: %s", resp.Status)
+	}
+	return nil
 }
