@@ -68,6 +68,10 @@ func (p *pass) createMember(ctx context.Context, bootstrap bool, restore *v1alph
 	m := newMember(p.ec, bootstrap)
 	m.Spec.Restore = restore
 	m.Spec.Version = p.versions.forNewMembers(m.Spec.Version)
+	if m.Spec.TLS != nil {
+		// A new member starts on the Secrets as they are now.
+		m.Spec.TLS.SecretsHash = p.tlsSecrets
+	}
 	if err := p.cl.Client.Create(ctx, m); err != nil {
 		return nil, fmt.Errorf("create member: %w", err)
 	}

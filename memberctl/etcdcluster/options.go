@@ -13,12 +13,16 @@ type Options struct {
 	// refreshed for clusters opted in to a restore after total loss
 	// (observeRevision).
 	ObserveRevisionEvery time.Duration
+	// TLSSecretsEvery is how often a TLS cluster is reconciled, at the
+	// least, to read its TLS Secrets for a change (tlssecrets.go): two
+	// GETs per TLS cluster.
+	TLSSecretsEvery time.Duration
 }
 
 // DefaultOptions returns the defaults; each one's reason is at its
-// constant (healthEvery, observeRevisionEvery).
+// constant (healthEvery, observeRevisionEvery, tlsSecretsEvery).
 func DefaultOptions() Options {
-	return Options{HealthEvery: healthEvery, ObserveRevisionEvery: observeRevisionEvery}
+	return Options{HealthEvery: healthEvery, ObserveRevisionEvery: observeRevisionEvery, TLSSecretsEvery: tlsSecretsEvery}
 }
 
 // withDefaults fills the zero fields of o from DefaultOptions.
@@ -29,6 +33,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ObserveRevisionEvery <= 0 {
 		o.ObserveRevisionEvery = d.ObserveRevisionEvery
+	}
+	if o.TLSSecretsEvery <= 0 {
+		o.TLSSecretsEvery = d.TLSSecretsEvery
 	}
 	return o
 }

@@ -97,6 +97,9 @@ type pass struct {
 	majorityLost string
 	// majority is what majorityLoss found, for a recovery from a survivor.
 	majority *majorityState
+	// tlsSecrets is the hash of the TLS Secrets' data read in this pass;
+	// "" without TLS or when they could not be read (tlssecrets.go).
+	tlsSecrets string
 	// rollNote says what a version roll did or waits for in this pass.
 	rollNote string
 	// health paces observeHealth (the Reconciler's).
@@ -174,6 +177,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: requeueStale}, errors.Join(errs...)
 	}
 
+	p.readTLSSecrets(ctx)
 	p.probe(ctx)
 	p.observeRevision(ctx)
 	p.observeHealth(ctx, p.health)
@@ -194,6 +198,10 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	if !p.etcd.ok && p.etcd.tried {
 		res = shortest(res, ctrl.Result{RequeueAfter: requeueUnreachable})
+	}
+	if len(mountedSecrets(p.ec.Spec.TLS)) > 0 {
+		// No watch tells of a Secret's change: look again (tlssecrets.go).
+		res = shortest(res, ctrl.Result{RequeueAfter: p.o.TLSSecretsEvery})
 	}
 	return res, errors.Join(errs...)
 }

@@ -112,10 +112,11 @@ func (r rollPlan) reason() string {
 // and only a template change is rolled.
 func (p *pass) rollTarget() (rollTarget, bool) {
 	o := p.ec.Status.Observed
-	if o == nil || p.ec.Status.ClusterID == "" {
+	tmpl, ok := p.template()
+	if !ok || p.ec.Status.ClusterID == "" {
 		return rollTarget{}, false
 	}
-	t := rollTarget{version: o.Version, template: templateOf(o)}
+	t := rollTarget{version: o.Version, template: tmpl}
 	if p.versions.blocked() {
 		t.version = ""
 	}

@@ -29,12 +29,35 @@ type rollTarget struct {
 }
 
 // templateOf is the re-templatable part of the latched spec, as member
-// spec fields.
-func templateOf(o *v1alpha1.EtcdClusterObservedSpec) v1alpha1.EtcdMemberSpec {
+// spec fields, with tlsSecrets, the hash of the TLS Secrets' contents read
+// in this pass ("" when not known: each member keeps its own).
+func templateOf(o *v1alpha1.EtcdClusterObservedSpec, tlsSecrets string) v1alpha1.EtcdMemberSpec {
 	c := o.DeepCopy()
-	return v1alpha1.EtcdMemberSpec{Resources: c.Resources, Affinity: c.Affinity,
+	t := v1alpha1.EtcdMemberSpec{Resources: c.Resources, Affinity: c.Affinity,
 		TopologySpreadConstraints: c.TopologySpreadConstraints, Options: c.Options}
+	if tlsSecrets != "" {
+		t.TLS = &v1alpha1.MemberTLS{SecretsHash: tlsSecrets}
+	}
+	return t
 }
+
+// template is this pass's templateOf, or false before the spec is latched.
+func (p *pass) template() (v1alpha1.EtcdMemberSpec, bool) {
+	o := p.ec.Status.Observed
+	if o == nil {
+		return v1alpha1.EtcdMemberSpec{}, false
+	}
+	return templateOf(o, p.tlsSecrets), true
+}
+
+// tlsSecretsDiffer: t knows the TLS Secrets' hash and s, a member with
+// TLS, was templated on other contents.
+func tlsSecretsDiffer(s, t *v1alpha1.EtcdMemberSpec) bool {
+	return t.TLS != nil && t.TLS.SecretsHash != "" && s.TLS != nil && s.TLS.SecretsHash != t.TLS.SecretsHash
+}
+
+// fieldTLSSecrets names a change of the TLS Secrets' contents in messages.
+const fieldTLSSecrets = "TLS Secrets' contents"
 
 // templateDiff names the re-templatable fields where s differs from t.
 func templateDiff(s, t *v1alpha1.EtcdMemberSpec) []string {
@@ -52,6 +75,9 @@ func templateDiff(s, t *v1alpha1.EtcdMemberSpec) []string {
 	if !eq(s.Options, t.Options) {
 		out = append(out, "options")
 	}
+	if tlsSecretsDiffer(s, t) {
+		out = append(out, fieldTLSSecrets)
+	}
 	return out
 }
 
@@ -62,6 +88,9 @@ func (t rollTarget) retemplate(s *v1alpha1.EtcdMemberSpec) {
 		s.Version = t.version
 	}
 	s.Resources, s.Affinity, s.TopologySpreadConstraints, s.Options = c.Resources, c.Affinity, c.TopologySpreadConstraints, c.Options
+	if tlsSecretsDiffer(s, c) {
+		s.TLS.SecretsHash = c.TLS.SecretsHash
+	}
 }
 
 // behind: the member's spec is still to be changed to the target.
@@ -82,9 +111,9 @@ func oldTemplate(m *v1alpha1.EtcdMember, t *v1alpha1.EtcdMemberSpec) bool {
 	return len(templateDiff(&m.Spec, t)) > 0 || (h != "" && h != pod.TemplateHash(&m.Spec))
 }
 
-// templateVerdict computes TemplateDrifted over the running members.
-func templateVerdict(running []*v1alpha1.EtcdMember, o *v1alpha1.EtcdClusterObservedSpec) verdict {
-	t := templateOf(o)
+// templateVerdict computes TemplateDrifted over the running members
+// against template t.
+func templateVerdict(running []*v1alpha1.EtcdMember, t v1alpha1.EtcdMemberSpec) verdict {
 	var old, unknown []string
 	fields := map[string]bool{}
 	for _, m := range running {
@@ -100,7 +129,7 @@ func templateVerdict(running []*v1alpha1.EtcdMember, o *v1alpha1.EtcdClusterObse
 	}
 	if len(old) > 0 {
 		var fs []string
-		for _, f := range []string{"resources", "affinity", "topologySpreadConstraints", "options"} {
+		for _, f := range []string{"resources", "affinity", "topologySpreadConstraints", "options", fieldTLSSecrets} {
 			if fields[f] {
 				fs = append(fs, f)
 			}
@@ -124,10 +153,10 @@ func templateVerdict(running []*v1alpha1.EtcdMember, o *v1alpha1.EtcdClusterObse
 // setTemplateStatus writes TemplateDrifted and status.updatedMembers.
 func (p *pass) setTemplateStatus() {
 	o := p.ec.Status.Observed
-	if o == nil {
+	t, ok := p.template()
+	if !ok {
 		return
 	}
-	t := templateOf(o)
 	var updated int32
 	for _, m := range p.members.running {
 		if m.Spec.Version == o.Version && m.Status.Version == o.Version && !oldTemplate(m, &t) && m.Status.TemplateHash != "" {
@@ -135,6 +164,6 @@ func (p *pass) setTemplateStatus() {
 		}
 	}
 	p.ec.Status.UpdatedMembers = updated
-	v := templateVerdict(p.members.running, o)
+	v := templateVerdict(p.members.running, t)
 	p.setCondition(v1alpha1.ConditionTemplateDrifted, v.status, v.reason, v.message)
 }

@@ -105,7 +105,7 @@ func (s *run) rollMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error
 	died := fmt.Sprintf("Pod %s runs %s, spec.version is %s", p.Name, img, s.m.Spec.Version)
 	if !versionDrifted(p, s.m) {
 		action, cause, to = gate.TemplateRoll, templateRollCause, "the member's new Pod template"
-		died = fmt.Sprintf("Pod %s runs Pod template %s, the member's is %s (resources, affinity, topology spread or etcd options changed)",
+		died = fmt.Sprintf("Pod %s runs Pod template %s, the member's is %s (resources, affinity, topology spread, etcd options or the TLS Secrets' contents changed)",
 			p.Name, runningTemplate(p, s.m), pod.TemplateHash(&s.m.Spec))
 	} else if why := s.rollRefused(); why != "" {
 		// The cluster reconciler never asks for such a change; whoever

@@ -121,7 +121,7 @@ type EtcdOptions struct {
 // created after the change only.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && self.replicas == 0 && has(self.storage) && has(self.storage.medium) && self.storage.medium == 'Memory')",message="replicas may not be 0 with storage.medium Memory: a memory-backed cluster cannot be paused"
-// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls may not be added or removed"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls may not be added or removed: every member's peer URLs would change scheme (http, https), which etcd takes only one member at a time by a member update while the others still dial the old scheme; create a new cluster with tls from a snapshot of this one (spec.bootstrap.restore)"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap may not be added or removed"
 type EtcdClusterSpec struct {
 	// replicas is the number of voting members. 0 pauses the cluster: the
@@ -171,9 +171,11 @@ type EtcdClusterSpec struct {
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
 	// tls of the client and peer ports. Fixed at creation: it may be neither
-	// added, removed nor changed.
+	// added, removed nor changed (see docs/operations.md, Certificates). A
+	// change of the named Secrets' contents (a renewed certificate, a CA
+	// bundle) is rolled into the members one at a time.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tls is immutable: to rotate certificates or a CA, change the contents of the Secrets it names, which rolls the members one at a time"
 	TLS *TLSSpec `json:"tls,omitempty"`
 
 	// options are etcd flags.

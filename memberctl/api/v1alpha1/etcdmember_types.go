@@ -21,6 +21,17 @@ type MemberTLS struct {
 	// peerSecretRef names the Secret used for peer mTLS; empty: plain HTTP.
 	// +optional
 	PeerSecretRef string `json:"peerSecretRef,omitempty"`
+	// secretsHash is a hash of the data of the Secrets the Pod mounts
+	// (clientServerSecretRef and peerSecretRef), as the EtcdCluster
+	// reconciler last read them. It is part of the Pod template: when the
+	// Secrets' contents change (a certificate renewed, a CA bundle
+	// changed), the cluster reconciler sets the new hash one member at a
+	// time and each member's Pod is restarted on the Secrets as they are
+	// then, since etcd reads its trusted CA files only at start. Empty: not
+	// known (a member from before this field, or the Secrets unreadable).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SecretsHash string `json:"secretsHash,omitempty"`
 }
 
 // EtcdMemberSpec is copied from the cluster's status.observed when the

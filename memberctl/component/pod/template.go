@@ -22,16 +22,22 @@ type templated struct {
 	Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	Options                   *v1alpha1.EtcdOptions             `json:"options,omitempty"`
+	// TLSSecrets is the member's spec.tls.secretsHash: a change of the
+	// mounted TLS Secrets' contents restarts the Pod. Omitted when empty,
+	// so that the hash of a member without TLS is what it always was.
+	TLSSecrets string `json:"tlsSecrets,omitempty"`
 }
 
 // TemplateHash is the hash of the re-templatable part of a member's spec:
-// resources, affinity, topologySpreadConstraints and options. Build puts
+// resources, affinity, topologySpreadConstraints, options and the hash of
+// its TLS Secrets' contents. Build puts
 // it on the Pod (v1alpha1.AnnotationTemplateHash); a Pod whose hash is not
 // its member's now runs an old template and is rolled.
 func TemplateHash(s *v1alpha1.EtcdMemberSpec) string {
 	b, err := json.Marshal(templated{
 		Resources: s.Resources, Affinity: s.Affinity,
 		TopologySpreadConstraints: s.TopologySpreadConstraints, Options: s.Options,
+		TLSSecrets: tlsSecretsHash(s),
 	})
 	if err != nil {
 		panic("marshal a member template: " + err.Error()) // plain API types always marshal
@@ -44,4 +50,12 @@ func TemplateHash(s *v1alpha1.EtcdMemberSpec) string {
 // annotation; "" for a Pod built before template hashes.
 func RunningTemplateHash(p *corev1.Pod) string {
 	return p.Annotations[v1alpha1.AnnotationTemplateHash]
+}
+
+// tlsSecretsHash is the member's spec.tls.secretsHash, "" without TLS.
+func tlsSecretsHash(s *v1alpha1.EtcdMemberSpec) string {
+	if s.TLS == nil {
+		return ""
+	}
+	return s.TLS.SecretsHash
 }

@@ -2,6 +2,7 @@ package e2eutil
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"slices"
@@ -133,10 +134,14 @@ func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluste
 		return nil, err
 	}
 	var eps []string
-	for _, m := range list.Items {
-		eps = append(eps, etcd.ClientURL(ns, cluster, m.Name, false))
+	for i := range list.Items {
+		eps = append(eps, etcd.MemberClientURL(&list.Items[i]))
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second,
+	var tlsCfg *tls.Config
+	if len(list.Items) > 0 && etcd.ClientTLS(&list.Items[0]) {
+		tlsCfg = liveClientTLS(c, &list.Items[0])
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg,
 		DialOptions: append([]grpc.DialOption{grpc.WithContextDialer(etcdaccess.ContextDialer(d))}, opts...)})
 	if err != nil {
 		d.Close()

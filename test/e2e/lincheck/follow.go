@@ -23,9 +23,9 @@ func (r *Running) FollowMembers(ctx context.Context, c client.Client, ns, name s
 			return
 		}
 		var eps []string
-		for _, m := range list.Items {
-			if m.DeletionTimestamp == nil {
-				eps = append(eps, etcd.ClientURL(ns, name, m.Name, false))
+		for i := range list.Items {
+			if list.Items[i].DeletionTimestamp == nil {
+				eps = append(eps, etcd.MemberClientURL(&list.Items[i]))
 			}
 		}
 		if len(eps) > 0 {

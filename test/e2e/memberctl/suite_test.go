@@ -31,7 +31,14 @@ var (
 
 func TestMemberctl(t *testing.T) { e2eutil.RunSuite(t, "memberctl e2e Suite") }
 
+// tlsSecretsEvery is the suite's pace of the cluster reconciler's reads
+// of a TLS cluster's Secrets (production: a minute), so that a renewal is
+// rolled within a second of the test writing it.
+const tlsSecretsEvery = time.Second
+
 var _ = BeforeSuite(func(ctx SpecContext) {
-	sb = e2eutil.StartOperatedSandbox(ctx, "pf", e2eutil.DirectCluster)
+	opts := e2eutil.OperatorOptions()
+	opts.Cluster.TLSSecretsEvery = tlsSecretsEvery
+	sb = e2eutil.StartOperatedSandboxWith(ctx, opts, "pf", e2eutil.DirectCluster)
 	fleet, clients = sb.Fleet, sb.Clients
 }, NodeTimeout(3*time.Minute))

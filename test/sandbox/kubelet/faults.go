@@ -118,6 +118,27 @@ func (k *Kubelet) admissionFails(node string) bool {
 	return n != nil && n.failAdmission
 }
 
+// TerminatePod leaves one Pod as RebootNode leaves every Pod of its Node
+// (SIGTERM, opts.Grace, then terminal in phase opts.Phase, reason
+// Terminated, never restarted) while its Node stays Ready: a fault of one
+// member alone, whatever else its Node runs. opts.Outage is not used.
+func (k *Kubelet) TerminatePod(namespace, pod string, opts RebootOptions) error {
+	if opts.Phase == nil {
+		opts.Phase = AllFailed
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 3 * time.Second
+	}
+	k.mu.Lock()
+	w := k.workers[namespace+"/"+pod]
+	k.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("pod %s/%s is not running here", namespace, pod)
+	}
+	w.stopWith(stopRequest{kind: stopRebooted, grace: opts.Grace, phase: opts.Phase(w.pod)})
+	return nil
+}
+
 // Crash makes the Pod's etcd process exit non-zero; restartPolicy decides
 // what follows.
 func (k *Kubelet) Crash(namespace, pod string) error {
