@@ -56,6 +56,13 @@ type Status struct {
 	RaftIndex uint64
 	// Alarms are the cluster's active alarms as this member knows them.
 	Alarms []Alarm
+	// StorageVersion is the major.minor.0 of the member's storage schema
+	// (etcd 3.6+): during a downgrade, the member's own data is ready for
+	// the older binary once it equals the target.
+	StorageVersion string
+	// DowngradeTarget is the cluster version etcd's downgrade is enabled
+	// towards ("3.6.0"), "" when none is.
+	DowngradeTarget string
 }
 
 // Alarm is one active etcd alarm: its type (NOSPACE, CORRUPT) and the
@@ -171,7 +178,8 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
 		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision,
 		DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse, QuotaBytes: resp.DbSizeQuota, RaftAppliedIndex: resp.RaftAppliedIndex,
-		RaftIndex: resp.RaftIndex, Alarms: alarmsOf(resp.Errors)}, nil
+		RaftIndex: resp.RaftIndex, Alarms: alarmsOf(resp.Errors), StorageVersion: resp.StorageVersion,
+		DowngradeTarget: downgradeTarget(resp.DowngradeInfo)}, nil
 }
 
 // MoveLeader implements Interface. The client's own MoveLeader goes to

@@ -131,6 +131,7 @@ func (p *pass) roll(ctx context.Context) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
 	}
 	plan := planRoll(p.members.running, target)
+	p.settleDowngrade(ctx, target.version)
 	if len(plan.behind) == 0 {
 		p.endOfWave(ctx, plan)
 		return ctrl.Result{}, nil
@@ -155,6 +156,9 @@ func (p *pass) roll(ctx context.Context) (ctrl.Result, error) {
 	}
 	if ok, res, err := p.preRollSnapshot(ctx, plan); !ok || err != nil {
 		return res, err
+	}
+	if ok, res := p.downgradeReady(ctx, target.version); !ok {
+		return res, nil
 	}
 	leader, err := p.leader(ctx)
 	if err != nil {

@@ -197,6 +197,44 @@ var _ = Describe("version roll", func() {
 		Expect(onVersion("3.7.3")).To(HaveLen(1))
 	})
 
+	It("downgrades one minor through etcd's downgrade API: validate and enable first, no member before every storage is on the lower minor, cancelled when spec.version goes back", func() {
+		ec := h.newCluster(3)
+		h.converge(ec, 3)
+		for _, m := range h.members() {
+			m.Spec.Version = "3.7.3"
+			Expect(k8sClient.Update(ctx, &m)).To(Succeed())
+		}
+		setVersion(ec, "3.7.3")
+		report("3.7.3")
+		h.reconcile(ec)
+		h.etcd.HoldStorage()
+
+		setVersion(ec, "3.6.16")
+		h.reconcile(ec)
+		h.reconcile(ec)
+		Expect(callsLike(h.etcd.Calls(), "Downgrade")).To(Equal([]string{"Downgrade Validate 3.6", "Downgrade Enable 3.6"}))
+		Expect(onVersion("3.6.16")).To(BeEmpty(), "no member runs 3.6 before etcd moved every member's storage to 3.6")
+		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionDowngradeEnabled)).To(Equal(metav1.ConditionTrue))
+		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionUpgradeBlocked)).To(Equal(metav1.ConditionFalse))
+		Expect(progressing(ec).Message).To(ContainSubstring("waiting for etcd to move member"))
+		Expect(callsLike(h.events.All(), "Normal DowngradeEnabled ")).To(HaveLen(1))
+
+		for _, m := range h.members() {
+			h.etcd.SetStorageVersion(m.Name, "3.6.0")
+		}
+		h.reconcile(ec)
+		Expect(onVersion("3.6.16")).To(HaveLen(1), "storage on 3.6: the first follower rolls")
+		Expect(callsLike(h.etcd.Calls(), "Downgrade Enable")).To(HaveLen(1), "enabled once")
+
+		By("spec.version back to 3.7.3: the downgrade is cancelled and the condition goes")
+		setVersion(ec, "3.7.3")
+		h.reconcile(ec)
+		Expect(callsLike(h.etcd.Calls(), "Downgrade Cancel")).To(Equal([]string{"Downgrade Cancel 3.6"}))
+		Expect(h.etcd.DowngradeTarget()).To(BeEmpty())
+		h.reconcile(ec)
+		Expect(apimeta.FindStatusCondition(h.get(ec).Status.Conditions, v1alpha1.ConditionDowngradeEnabled)).To(BeNil())
+	})
+
 	It("takes its first step only with a place in the fleet's rollout, keeps it to the end, then gives it back", func() {
 		ec := h.newCluster(3)
 		h.converge(ec, 3)

@@ -177,19 +177,19 @@ var _ = Describe("template roll", func() {
 	It("rolls the template while a version change is refused, and keeps the running version", func() {
 		ec := h.newCluster(3)
 		h.converge(ec, 3)
-		By("members on 3.7.3 under a spec of 3.6.16: a minor downgrade, refused")
+		By("members on 3.5.20 under a spec of 3.6.16: etcd wants 3.5.26 or later first, refused")
 		for _, m := range h.members() {
-			m.Spec.Version = "3.7.3"
+			m.Spec.Version = "3.5.20"
 			Expect(k8sClient.Update(ctx, &m)).To(Succeed())
 		}
-		report("3.7.3")
+		report("3.5.20")
 		retemplate(ec, "")
 		h.reconcile(ec)
 		h.reconcile(ec)
 		Expect(conditionStatus(h.get(ec), v1alpha1.ConditionUpgradeBlocked)).To(Equal(metav1.ConditionTrue))
 		Expect(retemplated()).To(HaveLen(1), "the template is rolled")
 		for _, m := range h.members() {
-			Expect(m.Spec.Version).To(Equal("3.7.3"), "the refused version is not")
+			Expect(m.Spec.Version).To(Equal("3.5.20"), "the refused version is not")
 		}
 		Expect(cond(ec, v1alpha1.ConditionProgressing).Reason).To(Equal(v1alpha1.ReasonRolling))
 	})

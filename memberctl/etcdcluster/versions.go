@@ -16,10 +16,10 @@ import (
 // Versions: what the members run, as each one reports it (EtcdMember
 // status.version, read from etcd by the member controller), against
 // spec.version. A change etcd allows is rolled into the running members one
-// at a time (roll.go). So that a change etcd refuses never mixes versions,
+// at a time (roll.go; a minor downgrade through etcd's downgrade API first,
+// downgrade.go). So that a change etcd refuses never mixes versions,
 // nothing is rolled and new members keep the running version while
-// spec.version is a change etcd does not allow from it, or a minor
-// downgrade, which needs etcd's downgrade API that nothing drives yet.
+// spec.version is a change etcd does not allow from it.
 
 // versionState is what the running members report, judged once per pass.
 type versionState struct {
@@ -31,9 +31,6 @@ type versionState struct {
 	// refusals say why the change from each running version that is not
 	// spec.version is not made; empty when every one is.
 	refusals []error
-	// pathRefused: some refusal is etcd's rule, not only a minor
-	// downgrade that etcdfleet does not drive yet.
-	pathRefused bool
 	// join is the version new members take while a change is refused.
 	join string
 }
@@ -60,25 +57,12 @@ func observeVersions(running []*v1alpha1.EtcdMember, spec string) versionState {
 		if c.Version == spec {
 			continue // no change, whether or not etcdfleet still offers it
 		}
-		kind, err := upgrade.Check(c.Version, spec)
-		switch {
-		case err != nil:
-			st.refusals, st.pathRefused = append(st.refusals, err), true
-		case kind == upgrade.MinorDowngrade:
-			st.refusals = append(st.refusals, downgradeNotDriven(c.Version, spec))
+		if _, err := upgrade.Check(c.Version, spec); err != nil {
+			st.refusals = append(st.refusals, err)
 		}
 	}
 	st.join = upgrade.JoinVersion(reported)
 	return st
-}
-
-// downgradeNotDriven refuses a minor downgrade etcd allows: a member of
-// the lower minor starts only once etcd's downgrade is enabled (etcd
-// refuses a server older than the cluster version otherwise), and nothing
-// enables it yet. New members at spec.version would crash-loop.
-func downgradeNotDriven(from, to string) error {
-	return fmt.Errorf("etcd %s → %s is a minor downgrade, which etcd allows only through its downgrade API (validate, enable), "+
-		"and etcdfleet does not drive it yet: etcd refuses a member older than the cluster version", from, to)
 }
 
 // blocked reports whether spec.version is a change etcd refuses from what runs.
@@ -139,11 +123,7 @@ func versionVerdicts(s versionState) (drifted, blocked verdict) {
 	drifted = verdict{metav1.ConditionTrue, v1alpha1.ReasonVersionMismatch,
 		fmt.Sprintf("members run %s; spec.version is %s%s", s.running(), s.spec, pending)}
 	if s.blocked() {
-		reason := v1alpha1.ReasonUpgradePathRefused
-		if !s.pathRefused {
-			reason = v1alpha1.ReasonDowngradeNotSupported
-		}
-		return drifted, verdict{metav1.ConditionTrue, reason, s.refusal()}
+		return drifted, verdict{metav1.ConditionTrue, v1alpha1.ReasonUpgradePathRefused, s.refusal()}
 	}
 	return drifted, verdict{metav1.ConditionFalse, v1alpha1.ReasonUpgradePathAllowed,
 		fmt.Sprintf("etcd allows %s from %s; the members are rolled to it one at a time, followers first, the leader last", s.spec, s.running())}

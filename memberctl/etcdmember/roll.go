@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/memberctl/replacement"
 	"github.com/etcdfleet/etcdfleet/memberctl/upgrade"
@@ -107,7 +108,7 @@ func (s *run) rollMember(ctx context.Context, p *corev1.Pod) (ctrl.Result, error
 		action, cause, to = gate.TemplateRoll, templateRollCause, "the member's new Pod template"
 		died = fmt.Sprintf("Pod %s runs Pod template %s, the member's is %s (resources, affinity, topology spread, etcd options or the TLS Secrets' contents changed)",
 			p.Name, runningTemplate(p, s.m), pod.TemplateHash(&s.m.Spec))
-	} else if why := s.rollRefused(); why != "" {
+	} else if why := s.rollRefused(ctx); why != "" {
 		// The cluster reconciler never asks for such a change; whoever
 		// edited spec.version did. The member keeps running as it is.
 		return s.refuseRoll(ctx, p, died+"; not rolled: "+why)
@@ -146,11 +147,12 @@ func (s *run) rollSafety(ctx context.Context) (safety, error) {
 
 // rollRefused says why the member must not be restarted at spec.version:
 // a change etcd refuses from the version the member runs (as etcd
-// reported it), or a minor downgrade, which needs etcd's downgrade API
-// enabled first. "" when the change is allowed or the running version is
-// not known yet (the Pod then runs the image's version, which the cluster
+// reported it), or a minor downgrade before etcd's downgrade towards it is
+// enabled and the member's own storage moved to it (the member itself is
+// asked). "" when the change is allowed or the running version is not
+// known yet (the Pod then runs the image's version, which the cluster
 // reconciler judged when it changed spec.version).
-func (s *run) rollRefused() string {
+func (s *run) rollRefused(ctx context.Context) string {
 	running := s.m.Status.Version
 	if running == "" || running == s.m.Spec.Version {
 		return ""
@@ -160,7 +162,28 @@ func (s *run) rollRefused() string {
 	case err != nil:
 		return err.Error()
 	case kind == upgrade.MinorDowngrade:
-		return fmt.Sprintf("etcd %s → %s is a minor downgrade, which etcd accepts only once its downgrade is enabled", running, s.m.Spec.Version)
+		return s.downgradeRefused(ctx, running)
+	}
+	return ""
+}
+
+// downgradeRefused says why the member may not run the lower minor of
+// spec.version yet: etcd would refuse it unless its downgrade is enabled
+// towards that minor and the member's storage is on it.
+func (s *run) downgradeRefused(ctx context.Context, running string) string {
+	minor := upgrade.MinorOf(s.m.Spec.Version)
+	refused := fmt.Sprintf("etcd %s → %s is a minor downgrade, which etcd accepts only once its downgrade to %s is enabled and the member's storage moved to it",
+		running, s.m.Spec.Version, minor)
+	t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, []v1alpha1.EtcdMember{*s.m})
+	if err != nil {
+		return refused + ": " + err.Error()
+	}
+	st, err := s.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(s.m))
+	switch {
+	case err != nil:
+		return refused + ": " + err.Error()
+	case upgrade.MinorOf(st.DowngradeTarget) != minor || upgrade.MinorOf(st.StorageVersion) != minor:
+		return fmt.Sprintf("%s (the member reports downgrade target %q, storage %q)", refused, st.DowngradeTarget, st.StorageVersion)
 	}
 	return ""
 }

@@ -159,3 +159,14 @@ func TestJoinVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestMinorOfAndIsMinorDowngrade(t *testing.T) {
+	for in, want := range map[string]string{"3.6.16": "3.6", "3.6.0": "3.6", "3.6": "", "": ""} {
+		if got := MinorOf(in); got != want {
+			t.Errorf("MinorOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if !IsMinorDowngrade("3.7.3", "3.6.16") || IsMinorDowngrade("3.6.16", "3.7.3") || IsMinorDowngrade("3.6.16", "3.6.14") || IsMinorDowngrade("3.7.3", "3.5.26") {
+		t.Error("IsMinorDowngrade: want true only for one minor down from 3.6+")
+	}
+}

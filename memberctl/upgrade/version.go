@@ -90,3 +90,23 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// MinorOf is the "major.minor" of a release version, as etcd names a
+// cluster version and a downgrade's target; "" when s does not parse.
+// etcd reports storage versions and downgrade targets as "3.6.0", which
+// MinorOf reads too.
+func MinorOf(s string) string {
+	v, err := Parse(s)
+	if err != nil {
+		return ""
+	}
+	return v.minor()
+}
+
+// IsMinorDowngrade reports whether from → to goes down one minor as etcd
+// allows it (Check's MinorDowngrade): the change that needs etcd's
+// downgrade enabled before a member of the lower minor may run.
+func IsMinorDowngrade(from, to string) bool {
+	k, err := Check(from, to)
+	return err == nil && k == MinorDowngrade
+}

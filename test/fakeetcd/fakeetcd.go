@@ -63,13 +63,19 @@ type Etcd struct {
 	leader uint64
 	// health overrides Status's health fields by member name (SetHealth).
 	health map[string]etcd.Status
+	// downgrade is the enabled downgrade's target, storage the members'
+	// storage versions (downgrade.go).
+	downgrade   string
+	storage     map[string]string
+	holdStorage bool
 }
 
 var _ etcd.Interface = (*Etcd)(nil)
 
 // New returns an empty cluster with cluster ID 0xc1a5.
 func New() *Etcd {
-	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusAsked: map[string]int{}, versions: map[string]string{}}
+	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusAsked: map[string]int{}, versions: map[string]string{},
+		storage: map[string]string{}}
 }
 
 // SetHealth makes Status of member name report st's leader, database
@@ -321,6 +327,7 @@ func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.S
 			}
 			st := f.health[name]
 			st.MemberID, st.Version, st.Revision = m.ID, v, f.revision
+			st.StorageVersion, st.DowngradeTarget = f.storage[name], f.downgrade
 			if st.Leader == 0 {
 				st.Leader = f.leaderLocked()
 			}

@@ -98,11 +98,15 @@ const (
 	// ReasonUpgradePathRefused (UpgradeBlocked=True, and a Warning Event
 	// UpgradeBlocked): the message names etcd's rule and the next step.
 	ReasonUpgradePathRefused = "UpgradePathRefused"
-	// ReasonDowngradeNotSupported (UpgradeBlocked=True, and a Warning Event
-	// UpgradeBlocked): spec.version is a minor downgrade etcd allows only
-	// through its downgrade API, which etcdfleet does not drive yet; a
-	// member of the lower minor would be refused by the cluster.
-	ReasonDowngradeNotSupported = "DowngradeNotSupported"
+	// ConditionDowngradeEnabled is True while etcd's downgrade API is
+	// enabled for a minor downgrade this operator drives (reason
+	// DowngradeInProgress): the cluster version is the lower minor, and the
+	// members are rolled to it. Removed once etcd ends the downgrade (every
+	// member runs the lower minor) or it is cancelled (spec.version no
+	// longer asks for it).
+	ConditionDowngradeEnabled = "DowngradeEnabled"
+	// ReasonDowngradeInProgress (DowngradeEnabled=True).
+	ReasonDowngradeInProgress = "DowngradeInProgress"
 	// ReasonUpgradePathAllowed (UpgradeBlocked=False): every member runs
 	// spec.version, or etcd allows the change from what runs to it.
 	ReasonUpgradePathAllowed = "UpgradePathAllowed"
