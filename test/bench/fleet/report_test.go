@@ -46,6 +46,7 @@ func (r healRun) report(b *testing.B) {
 	var firstTerminal, lastTerminal time.Time
 	var reps []bench.Replacement
 	var clusterOf []string
+	var quorums []clusterQuorum
 	for _, w := range r.ws {
 		rs, err := w.rec.Replacements(w.old)
 		if err != nil {
@@ -64,6 +65,7 @@ func (r healRun) report(b *testing.B) {
 			reps, clusterOf = append(reps, rep), append(clusterOf, w.name)
 		}
 		healedAt = append(healedAt, w.healed.Sub(firstTerminal))
+		quorums = append(quorums, clusterQuorum{bench.QuorumOf(members, rs), slices.MinFunc(rs, byTerminal).Terminal})
 	}
 	for i, w := range r.ws { // firstTerminal is final only now
 		healedAt[i] = w.healed.Sub(firstTerminal)
@@ -72,6 +74,7 @@ func (r healRun) report(b *testing.B) {
 	etcdStart := bench.Percentile(lastStarts, 0.5)
 	bound := timeline.LimiterBound(len(reps), r.limiter.Burst, r.limiter.Rate, etcdStart)
 	ratio := heal.Seconds() / bound.Seconds()
+	q := summarize(quorums, firstTerminal, r.limiter, etcdStart)
 	steps, unmatched := r.breakdown(reps, clusterOf)
 	worst, worstAt := worstWindow(r.ws)
 	throttled := 0
@@ -89,6 +92,10 @@ func (r healRun) report(b *testing.B) {
 	b.ReportMetric(float64(len(r.ws)), "clusters")
 	b.ReportMetric(float64(r.replicas), "replicas")
 	b.ReportMetric(float64(worst), "worst-1s-deletes")
+	b.ReportMetric(q.everywhere.Seconds(), "quorum-everywhere-s")
+	b.ReportMetric(q.bound.Seconds(), "quorum-bound-s")
+	b.ReportMetric(q.ratio(), "quorum/bound")
+	b.ReportMetric(bench.Percentile(q.perCluster, 0.5).Seconds(), "to-quorum-p50-s")
 	for _, s := range steps {
 		b.ReportMetric(bench.Percentile(s.ds, 0.99).Seconds(), s.key+"-p99-s")
 	}
@@ -102,6 +109,7 @@ func (r healRun) report(b *testing.B) {
   etcd start (per cluster, last replacement's ADDED → Ready; p50): %.0f ms   (all replacements: p50 %.0f ms)
   limiter lower bound max(0, %d − %d)/%g/s + etcd start = %.2f s
   heal / bound = %.2f   (goal ≤ %.1f: %s; from the reboot call it would be %.2f)
+  %s
   per replacement (%d; %d without a logged grant):
     %s
   worst 1 s window of deletes, all replicas, from the apiservers' watch: %d from +%.2f s (bound rate + burst = %g)
@@ -112,7 +120,7 @@ func (r healRun) report(b *testing.B) {
 		firstTerminal.Sub(r.t0).Seconds(), lastTerminal.Sub(r.t0).Seconds(), r.rebootCall.Seconds(),
 		bench.Ms(etcdStart), bench.Ms(bench.Percentile(starts, 0.5)),
 		len(reps), r.limiter.Burst, r.limiter.Rate, bound.Seconds(), ratio, goal, bench.Verdict(ratio <= goal),
-		(heal+firstTerminal.Sub(r.t0)).Seconds()/bound.Seconds(),
+		(heal+firstTerminal.Sub(r.t0)).Seconds()/bound.Seconds(), q,
 		len(reps), unmatched, strings.Join(lines, "\n    "),
 		worst, worstAt.Sub(r.t0).Seconds(), r.limiter.Rate+float64(r.limiter.Burst),
 		len(r.grants), throttled, r.managerRSS/mib, r.loadAtReboot, bench.HostLoad())
@@ -204,6 +212,55 @@ func (r healRun) breakdown(reps []bench.Replacement, clusterOf []string) ([]step
 		total.ds = append(total.ds, rep.Ready.Sub(rep.Terminal))
 	}
 	return []step{toAsk, wait, toDelete, toCreate, toReady, total}, unmatched
+}
+
+// clusterQuorum is one cluster's quorum and its first terminal Pod.
+type clusterQuorum struct {
+	bench.Quorum
+	firstTerminal time.Time
+}
+
+func byTerminal(x, y bench.Replacement) int { return x.Terminal.Compare(y.Terminal) }
+
+// quorumFigures is availability as a user feels it: how long each cluster
+// could not take writes, and how close the fleet came to the lowest time
+// to quorum everywhere that any order of grants allows.
+type quorumFigures struct {
+	perCluster []time.Duration // its first terminal Pod → quorum again
+	everywhere time.Duration   // the fleet's first terminal Pod → the last cluster's quorum again
+	needed     int             // replacements Ready before every cluster has quorum
+	bound      time.Duration   // needed paced by the limiter, plus etcd start
+	l          limiter.Config
+}
+
+func summarize(qs []clusterQuorum, firstTerminal time.Time, l limiter.Config, etcdStart time.Duration) quorumFigures {
+	f := quorumFigures{l: l}
+	var last time.Time
+	for _, q := range qs {
+		if q.Lost.IsZero() {
+			f.perCluster = append(f.perCluster, 0)
+			continue
+		}
+		f.perCluster = append(f.perCluster, q.Regained.Sub(q.firstTerminal))
+		f.needed += q.Needed
+		if q.Regained.After(last) {
+			last = q.Regained
+		}
+	}
+	if !last.IsZero() {
+		f.everywhere = last.Sub(firstTerminal)
+	}
+	f.bound = timeline.LimiterBound(f.needed, l.Burst, l.Rate, etcdStart)
+	return f
+}
+
+func (f quorumFigures) ratio() float64 { return f.everywhere.Seconds() / f.bound.Seconds() }
+
+func (f quorumFigures) String() string {
+	return fmt.Sprintf(`time to quorum (first terminal Pod → a majority Ready again), per cluster: p50 %.2f s, max %.2f s
+  time to quorum everywhere: %.2f s; quorum bound max(0, %d − %d)/%g/s + etcd start = %.2f s; quorum / bound = %.2f`,
+		bench.Percentile(f.perCluster, 0.5).Seconds(), bench.Percentile(f.perCluster, 1).Seconds(),
+		f.everywhere.Seconds(), f.needed, f.l.Burst, f.l.Rate, f.bound.Seconds(), f.ratio())
 }
 
 // worstWindow is the most old-Pod deletes any 1 s window saw, across all
