@@ -125,8 +125,10 @@
 //
 // Terminal-Pod replacement is not quorum-gated: deleting a terminal Pod
 // loses nothing (its PVC stays), so the gate only paces. It tells the gate
-// whether the etcd cluster lost quorum, from the cache (quorumLostCached):
-// a voter is up only if it is Ready and its Pod runs and is ready. The
+// whether this member is one that gives the etcd cluster back its quorum,
+// from the cache (quorumLostCached): a voter is up only if it is Ready and
+// its Pod runs and is ready, and the voters already on their way back
+// (granted, or a new Pod starting) count as up. The
 // Pods make the answer as quick as the Pod watch; the members' Ready
 // conditions alone lag, since each is written by its own reconcile.
 //

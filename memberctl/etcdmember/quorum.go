@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,51 +18,81 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
-// quorumLostCached reports, from the cache, whether fewer than a majority
-// of the etcd cluster's voters are up: Ready, and with a cached Pod that
-// is running and ready. It only orders the shared gate's queue for
-// terminal Pods, so a cached view is good enough. The Pods are read too
-// because the members' Ready conditions lag: each is written by its own
-// member's reconcile, which under load comes seconds after the Pod went
-// terminal, and until then a cluster that lost quorum would queue behind
-// the clusters that said so first.
+// quorumLostCached reports, from the cache, whether this member is one of
+// those that give the etcd cluster back its quorum: fewer than a majority
+// of the voters are up (Ready, with a cached Pod that is running and
+// ready), even counting the other voters already on their way back (their
+// replacement granted, or their new Pod starting). It only orders the
+// shared gate's queue for terminal Pods, so a cached view is good enough:
+// the gate serves these first, so that after a fleet reboot every cluster
+// gets the members that restore its quorum before any cluster gets the
+// rest (a third member of a cluster whose other two are coming back waits
+// behind another cluster's second). The Pods are read too because the
+// members' Ready conditions lag: each is written by its own member's
+// reconcile, which under load comes seconds after the Pod went terminal,
+// and until then a cluster that lost quorum would queue behind the
+// clusters that said so first.
 func (s *run) quorumLostCached(ctx context.Context) (bool, error) {
 	members, err := etcd.Members(ctx, s.cl.Client, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
 		return false, err
 	}
-	voters, up := 0, 0
+	voters, up, coming := 0, 0, 0
 	for i := range members {
-		if !members[i].Status.IsVoter {
+		m := &members[i]
+		if !m.Status.IsVoter {
 			continue
 		}
 		voters++
-		if !meta.IsStatusConditionTrue(members[i].Status.Conditions, v1alpha1.ConditionReady) {
-			continue
-		}
-		serving, err := s.podServing(ctx, &members[i])
+		st, err := s.voterState(ctx, m)
 		if err != nil {
 			return false, err
 		}
-		if serving {
+		switch {
+		case st == voterUp:
 			up++
+		case st == voterComing && m.Name != s.m.Name:
+			coming++
 		}
 	}
-	return !etcd.HasQuorum(up, voters), nil
+	return !etcd.HasQuorum(up+coming, voters), nil
 }
 
-// podServing: the member's cached Pod exists, is not terminal or being
-// deleted, and is ready.
-func (s *run) podServing(ctx context.Context, m *v1alpha1.EtcdMember) (bool, error) {
+// voterState is where a voter stands in a heal, from the cache.
+type voterState int
+
+const (
+	// voterDown: its Pod is terminal, being deleted by someone else, or
+	// gone, and its replacement not granted yet.
+	voterDown voterState = iota
+	// voterUp: Ready, its Pod running and ready.
+	voterUp
+	// voterComing: its replacement was granted (status PodReplacing is
+	// written before the delete), or a Pod of it runs and is not ready yet:
+	// a new Pod starting. A crash-looping Pod counts here too, which can
+	// only move its cluster's other requests behind other clusters'
+	// quorum-restoring ones, never hold them.
+	voterComing
+)
+
+func (s *run) voterState(ctx context.Context, m *v1alpha1.EtcdMember) (voterState, error) {
 	p := &corev1.Pod{}
 	err := s.cl.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, p)
 	switch {
 	case apierrors.IsNotFound(err):
-		return false, nil
+		p = nil
 	case err != nil:
-		return false, err
+		return voterDown, err
 	}
-	return p.DeletionTimestamp == nil && !pod.IsTerminal(p) && pod.IsReady(p), nil
+	live := p != nil && p.DeletionTimestamp == nil && !pod.IsTerminal(p)
+	ready := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case live && pod.IsReady(p) && ready != nil && ready.Status == metav1.ConditionTrue:
+		return voterUp, nil
+	case live, ready != nil && ready.Reason == v1alpha1.ReasonPodReplacing:
+		return voterComing, nil
+	}
+	return voterDown, nil
 }
 
 // quorumView is the etcd cluster's quorum as seen live at decision time:

@@ -117,6 +117,37 @@ var _ = Describe("terminal-Pod replacement", func() {
 		Expect(h.gate.requests[0].QuorumLost).To(BeTrue())
 	})
 
+	It("asks first only for the members that give a cluster back its quorum, counting those already on their way back", func() {
+		h := newHarness("", 3)
+		for _, n := range []string{"ec-0", "ec-1", "ec-2"} {
+			h.setPod(n, failed("Terminated"))
+		}
+		h.reconcile("ec-1")
+		Expect(h.pod("ec-1")).To(BeNil(), "granted and deleted")
+		h.reconcile("ec-2")
+		Expect(h.gate.requests).To(HaveLen(2))
+		Expect(h.gate.requests[0].QuorumLost).To(BeTrue(), "none is up or coming: ec-1 restores quorum")
+		Expect(h.gate.requests[1].QuorumLost).To(BeTrue(), "ec-1 alone coming back is no majority: ec-2 restores quorum")
+		h.reconcile("ec-0")
+		Expect(h.gate.requests).To(HaveLen(3))
+		Expect(h.gate.requests[2].QuorumLost).To(BeFalse(), "ec-1 and ec-2 (granted) are a majority: ec-0 waits behind other clusters' quorum")
+
+		By("a new Pod starting counts as coming back too")
+		h2 := newHarness("", 3)
+		for _, n := range []string{"ec-0", "ec-1", "ec-2"} {
+			h2.setPod(n, failed("Terminated"))
+		}
+		for _, n := range []string{"ec-1", "ec-2"} {
+			h2.reconcile(n) // deletes the terminal Pod
+			h2.reconcile(n) // creates the new one
+			Expect(h2.pod(n)).NotTo(BeNil())
+			h2.setPod(n, running(false, 0))
+			h2.reconcile(n)
+		}
+		h2.reconcile("ec-0")
+		Expect(h2.gate.requests[len(h2.gate.requests)-1].QuorumLost).To(BeFalse())
+	})
+
 	It("tells the gate quorum holds while the other Pods run", func() {
 		h := newHarness("", 3)
 		h.setPod("ec-0", failed("Terminated"))

@@ -63,8 +63,12 @@ type Request struct {
 	EtcdCluster string
 	Member      string
 	Action      Action
-	// QuorumLost is true when the member's etcd cluster has no quorum now;
-	// such clusters are served first when tokens are scarce.
+	// QuorumLost is true when the member's etcd cluster has no quorum now
+	// and this member is among those that give it back: the members
+	// already on their way back (granted, or a new Pod starting) are no
+	// majority without it. Such requests are served first when tokens are
+	// scarce, so that after a fleet reboot every cluster regains quorum
+	// before any cluster gets its remaining members.
 	QuorumLost bool
 }
 
