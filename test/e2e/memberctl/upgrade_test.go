@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,27 +48,23 @@ var _ = Describe("rolling version upgrade", func() {
 		retemplate(ctx, cluster, "upgrade-pvc", "uppvc", 100)
 
 		By("downgrading it back to 3.6.16 through etcd's downgrade API")
-		log = downgrade(ctx, cluster, "upgrade-pvc", "uppvc", false)
+		log = downgrade(ctx, cluster, "upgrade-pvc", "uppvc")
 		Expect(e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-pvc", "uppvc")).To(Equal(ids), "a PVC member keeps its ID through the downgrade too")
 		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated once")
 	}, SpecTimeout(10*time.Minute))
 
-	It("rolls a memory cluster 3.6.16 → 3.7.3 and back by replacing one member at a time with a new ID, only while quorum holds", func(ctx SpecContext) {
-		ids, _ := upgrade(ctx, cluster, "upgrade-mem", "upmem", true)
-		now := e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-mem", "upmem")
+	It("rolls a memory cluster 3.6.16 → 3.7.3 by replacing one member at a time with a new ID, only while quorum holds, and refuses to take it back down a minor, touching nothing", func(ctx SpecContext) {
+		const ns, name = "upgrade-mem", "upmem"
+		ids, _ := upgrade(ctx, cluster, ns, name, true)
+		now := e2eutil.MemberIDs(ctx, clients[cluster], ns, name)
 		Expect(now).To(HaveLen(3))
 		for n, id := range now {
 			Expect(ids).NotTo(HaveKey(n), "member %s was replaced", n)
 			Expect(id).NotTo(BeElementOf(slices.Collect(maps.Values(ids))), "the new member %s has a new ID", n)
 		}
 
-		By("downgrading it back to 3.6.16 through etcd's downgrade API, again one new member at a time")
-		downgrade(ctx, cluster, "upgrade-mem", "upmem", true)
-		after := e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-mem", "upmem")
-		Expect(after).To(HaveLen(3))
-		for n := range after {
-			Expect(now).NotTo(HaveKey(n), "member %s was replaced", n)
-		}
+		By("asking for 3.6.16 again: etcd cannot add a 3.6 member while a downgrade is enabled, and a memory member cannot restart on its data")
+		refuseMemoryDowngrade(ctx, cluster, ns, name, now)
 	}, SpecTimeout(8*time.Minute))
 })
 
@@ -142,11 +139,11 @@ func rollVersion(ctx context.Context, cluster, ns, name string, memory bool, to 
 	return log
 }
 
-// downgrade rolls the cluster back to 3.6.16 (rollVersion) and checks
+// downgrade rolls a PVC cluster back to 3.6.16 (rollVersion) and checks
 // that it went through etcd's downgrade API, which etcd ended by itself.
-func downgrade(ctx context.Context, cluster, ns, name string, memory bool) *e2eutil.PodLog {
+func downgrade(ctx context.Context, cluster, ns, name string) *e2eutil.PodLog {
 	GinkgoHelper()
-	log := rollVersion(ctx, cluster, ns, name, memory, "3.6.16")
+	log := rollVersion(ctx, cluster, ns, name, false, "3.6.16")
 	c := clients[cluster]
 	Eventually(func(g Gomega) {
 		g.Expect(sb.EventMessages(ctx, cluster, ns, name, "DowngradeEnabled")).To(HaveLen(1), "etcd's downgrade enabled once, before the first member")
@@ -156,6 +153,54 @@ func downgrade(ctx context.Context, cluster, ns, name string, memory bool) *e2eu
 			"etcd ends the downgrade once every member runs 3.6, and the condition goes")
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	return log
+}
+
+// refuseMemoryDowngrade sets spec.version of a memory cluster running 3.7.3
+// to 3.6.16 and checks that UpgradeBlocked says why, that etcd's downgrade
+// is never enabled and that no Pod or member changes; then it sets 3.7.3
+// back and the refusal clears.
+func refuseMemoryDowngrade(ctx context.Context, cluster, ns, name string, ids map[string]string) {
+	GinkgoHelper()
+	c := clients[cluster]
+	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
+	Expect(err).NotTo(HaveOccurred())
+	defer log.Stop()
+	setSpecVersion := func(v string) {
+		ec := &v1alpha1.EtcdCluster{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		patch := client.MergeFrom(ec.DeepCopy())
+		ec.Spec.Version = v
+		Expect(c.Patch(ctx, ec, patch)).To(Succeed())
+	}
+	blocked := func(g Gomega) *metav1.Condition {
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionDowngradeEnabled)).To(BeNil(), "etcd's downgrade is never enabled")
+		cond := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionUpgradeBlocked)
+		g.Expect(cond).NotTo(BeNil())
+		return cond
+	}
+	setSpecVersion("3.6.16")
+	Eventually(func(g Gomega) {
+		cond := blocked(g)
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(cond.Message).To(ContainSubstring("a memory-backed cluster cannot go down a minor version"))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	// Long enough for a roll that was going to start to have started: the
+	// version roll above took its first step within a few seconds.
+	Consistently(func(g Gomega) {
+		g.Expect(blocked(g).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(log.Count(watch.Deleted)).To(BeEmpty(), "no Pod is deleted")
+	}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	Expect(sb.EventMessages(ctx, cluster, ns, name, "DowngradeEnabled")).To(BeEmpty())
+	expectRunning(ctx, cluster, ns, name, "3.7.3")
+	Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids), "no member changed")
+
+	By("setting 3.7.3 back clears the refusal")
+	setSpecVersion("3.7.3")
+	Eventually(func(g Gomega) {
+		g.Expect(blocked(g).Status).To(Equal(metav1.ConditionFalse))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
 // expectRunning checks, against etcd itself, that every member runs
