@@ -36,8 +36,13 @@ type versionState struct {
 }
 
 // observeVersions counts the versions the running members report and
-// judges each against spec.version (memberctl/upgrade).
-func observeVersions(running []*v1alpha1.EtcdMember, spec string) versionState {
+// judges each against spec.version (memberctl/upgrade): with CheckMemory
+// when the members keep their data in memory.
+func observeVersions(running []*v1alpha1.EtcdMember, spec string, memory bool) versionState {
+	check := upgrade.Check
+	if memory {
+		check = upgrade.CheckMemory
+	}
 	st := versionState{spec: spec}
 	n := map[string]int32{}
 	for _, m := range running {
@@ -57,7 +62,7 @@ func observeVersions(running []*v1alpha1.EtcdMember, spec string) versionState {
 		if c.Version == spec {
 			continue // no change, whether or not etcdfleet still offers it
 		}
-		if _, err := upgrade.Check(c.Version, spec); err != nil {
+		if _, err := check(c.Version, spec); err != nil {
 			st.refusals = append(st.refusals, err)
 		}
 	}

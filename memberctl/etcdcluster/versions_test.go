@@ -159,7 +159,7 @@ var _ = DescribeTable("observeVersions and versionVerdicts",
 		for _, v := range reported {
 			running = append(running, &v1alpha1.EtcdMember{Status: v1alpha1.EtcdMemberStatus{Version: v}})
 		}
-		s := observeVersions(running, spec)
+		s := observeVersions(running, spec, false)
 		Expect(s.forNewMembers(spec)).To(Equal(forNew))
 		d, b := versionVerdicts(s)
 		Expect(d.status).To(Equal(drifted), d.message)
@@ -177,3 +177,17 @@ var _ = DescribeTable("observeVersions and versionVerdicts",
 	Entry("a version etcd never released blocks, with nothing to keep", "3.6.16", []string{"3.6.16-dev"}, "3.6.16",
 		metav1.ConditionTrue, metav1.ConditionTrue),
 )
+
+var _ = It("refuses a minor downgrade of a memory-backed cluster, saying why, and keeps the running version for new members", func() {
+	running := []*v1alpha1.EtcdMember{{Status: v1alpha1.EtcdMemberStatus{Version: "3.7.3"}}, {Status: v1alpha1.EtcdMemberStatus{Version: "3.7.3"}}}
+	s := observeVersions(running, "3.6.16", true)
+	Expect(s.forNewMembers("3.6.16")).To(Equal("3.7.3"))
+	_, b := versionVerdicts(s)
+	Expect(b.status).To(Equal(metav1.ConditionTrue))
+	Expect(b.message).To(ContainSubstring("a memory-backed cluster cannot go down a minor version"))
+	By("a patch change and an upgrade are rolled as for a PVC cluster")
+	for _, spec := range []string{"3.7.1", "3.7.3"} {
+		_, b = versionVerdicts(observeVersions(running, spec, true))
+		Expect(b.status).To(Equal(metav1.ConditionFalse), spec)
+	}
+})

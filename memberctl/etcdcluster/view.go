@@ -94,7 +94,7 @@ func (p *pass) listMembers(ctx context.Context) error {
 		return fmt.Errorf("list members: %w", err)
 	}
 	p.members = classify(p.ec, items)
-	p.versions = observeVersions(p.members.running, p.ec.Spec.Version)
+	p.versions = observeVersions(p.members.running, p.ec.Spec.Version, p.ec.Spec.Storage.Medium == v1alpha1.StorageMediumMemory)
 	return nil
 }
 

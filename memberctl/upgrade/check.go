@@ -48,6 +48,26 @@ func Check(from, to string) (Kind, error) {
 	return check(v1alpha1.SupportedVersions, from, to)
 }
 
+// CheckMemory is Check for a cluster whose members keep their data in
+// memory. Such a member cannot restart on its data: a new member with a new
+// ID replaces it at the new version. etcd's downgrade API restarts each
+// member in place on its data, and it leaves no way to add a new member at
+// the lower minor: enabling the downgrade lowers the cluster version at
+// once, while a joining member of the lower minor then accepts only a
+// cluster version one minor above its own (etcd 3.6's
+// etcdserver/cluster_util.go, allowedVersionRange). So a memory-backed
+// cluster cannot go down a minor; every other change is as Check says.
+func CheckMemory(from, to string) (Kind, error) {
+	k, err := Check(from, to)
+	if k != MinorDowngrade {
+		return k, err
+	}
+	t, _ := Parse(to) // Check parsed it
+	return Refused, fmt.Errorf("etcd %s → %s: a memory-backed cluster cannot go down a minor version: etcd downgrades each "+
+		"member in place on its data, a memory member loses its data with its Pod, and etcd %s refuses a new member while "+
+		"a downgrade is enabled; restore a snapshot taken before the upgrade into a new cluster at %s instead", from, to, t.minor(), to)
+}
+
 // check is Check against a given list of supported versions, so that rules
 // no supported version reaches today (3.5 → 3.6) are tested too.
 func check(supported []string, from, to string) (Kind, error) {

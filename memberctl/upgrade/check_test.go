@@ -170,3 +170,17 @@ func TestMinorOfAndIsMinorDowngrade(t *testing.T) {
 		t.Error("IsMinorDowngrade: want true only for one minor down from 3.6+")
 	}
 }
+
+func TestCheckMemory(t *testing.T) {
+	k, err := CheckMemory("3.7.3", "3.6.16")
+	if k != Refused || err == nil || !strings.Contains(err.Error(), "a memory-backed cluster cannot go down a minor version") ||
+		!strings.Contains(err.Error(), "new cluster at 3.6.16") {
+		t.Fatalf("a memory-backed minor downgrade: got %v, %v", k, err)
+	}
+	for _, c := range [][2]string{{"3.6.16", "3.7.3"}, {"3.7.3", "3.7.1"}, {"3.6.5", "3.7.3"}, {"3.7.3", "3.7.3"}} {
+		wk, werr := Check(c[0], c[1])
+		if k, err := CheckMemory(c[0], c[1]); k != wk || (err == nil) != (werr == nil) {
+			t.Errorf("%s → %s: CheckMemory says %v, %v; Check says %v, %v", c[0], c[1], k, err, wk, werr)
+		}
+	}
+}

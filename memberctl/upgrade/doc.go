@@ -31,6 +31,10 @@
 //     (https://etcd.io/docs/v3.6/downgrades/downgrade_3_6,
 //     https://etcd.io/docs/v3.7/downgrades/downgrade_3_7/); a 3.5 cluster
 //     can only be restored from a snapshot taken before its upgrade.
+//   - and not for a memory-backed cluster (CheckMemory): etcd downgrades
+//     each member in place on its data, and refuses a new member of the
+//     lower minor while the downgrade is enabled, which is the only way a
+//     memory member could change version.
 //
 // `from` need not be supported: it is what runs, not a choice. A version
 // dropped from SupportedVersions (3.6.5 was, when the floor rose to the

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,7 @@ import (
 var _ = Describe("rolling version upgrade", func() {
 	const cluster = "pf"
 
-	It("rolls a PVC cluster 3.6.16 → 3.7.3 one member at a time, the leader last, then a quota raise and a resources change the same way: IDs kept, every write kept, quorum Ready throughout", func(ctx SpecContext) {
+	It("rolls a PVC cluster 3.6.16 → 3.7.3 one member at a time, the leader last, then a quota raise and a resources change the same way, then back to 3.6.16 through etcd's downgrade API: IDs kept, every write kept, quorum Ready throughout", func(ctx SpecContext) {
 		ids, log := upgrade(ctx, cluster, "upgrade-pvc", "uppvc", false)
 		Expect(e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-pvc", "uppvc")).To(Equal(ids), "a PVC member keeps its ID")
 		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated, under its member's name")
@@ -45,26 +46,31 @@ var _ = Describe("rolling version upgrade", func() {
 		// The same cluster, re-templated: a rolling re-template takes the
 		// same path as the version roll, so it needs no cluster of its own.
 		retemplate(ctx, cluster, "upgrade-pvc", "uppvc", 100)
-	}, SpecTimeout(8*time.Minute))
 
-	It("rolls a memory cluster 3.6.16 → 3.7.3 by replacing one member at a time with a new ID, only while quorum holds", func(ctx SpecContext) {
-		ids, _ := upgrade(ctx, cluster, "upgrade-mem", "upmem", true)
-		now := e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-mem", "upmem")
+		By("downgrading it back to 3.6.16 through etcd's downgrade API")
+		log = downgrade(ctx, cluster, "upgrade-pvc", "uppvc")
+		Expect(e2eutil.MemberIDs(ctx, clients[cluster], "upgrade-pvc", "uppvc")).To(Equal(ids), "a PVC member keeps its ID through the downgrade too")
+		Expect(log.Count(watch.Deleted)).To(HaveLen(3), "each Pod was recreated once")
+	}, SpecTimeout(10*time.Minute))
+
+	It("rolls a memory cluster 3.6.16 → 3.7.3 by replacing one member at a time with a new ID, only while quorum holds, and refuses to take it back down a minor, touching nothing", func(ctx SpecContext) {
+		const ns, name = "upgrade-mem", "upmem"
+		ids, _ := upgrade(ctx, cluster, ns, name, true)
+		now := e2eutil.MemberIDs(ctx, clients[cluster], ns, name)
 		Expect(now).To(HaveLen(3))
 		for n, id := range now {
 			Expect(ids).NotTo(HaveKey(n), "member %s was replaced", n)
 			Expect(id).NotTo(BeElementOf(slices.Collect(maps.Values(ids))), "the new member %s has a new ID", n)
 		}
-	}, SpecTimeout(5*time.Minute))
+
+		By("asking for 3.6.16 again: etcd cannot add a 3.6 member while a downgrade is enabled, and a memory member cannot restart on its data")
+		refuseMemoryDowngrade(ctx, cluster, ns, name, now)
+	}, SpecTimeout(8*time.Minute))
 })
 
 // upgrade creates a 3-member cluster at 3.6.16, writes 100 keys, then
-// changes spec.version to 3.7.3 under the client workload and waits until
-// the cluster reports every member on 3.7.3 and Reconciled. It checks the
-// workload's history, every key, the versions against etcd, that a quorum
-// of member Pods was Ready at every instant the apiserver reported, and
-// the roll's Events; it returns the member IDs from before the roll and
-// the Pod watch.
+// rolls it to 3.7.3 (rollVersion); it returns the member IDs from before
+// the roll and the roll's Pod watch.
 func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[string]string, *e2eutil.PodLog) {
 	GinkgoHelper()
 	const from, to = "3.6.16", "3.7.3"
@@ -80,7 +86,18 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 	cli.Close()
 	ids := e2eutil.MemberIDs(ctx, c, ns, name)
 	expectRunning(ctx, cluster, ns, name, from)
+	return ids, rollVersion(ctx, cluster, ns, name, memory, to)
+}
 
+// rollVersion changes spec.version of a 3-member cluster holding keys
+// k0..k99 to `to` under the client workload and waits until the cluster
+// reports every member on it and Reconciled. It checks the workload's
+// history, every key, the versions against etcd, and that a quorum of
+// member Pods was Ready at every instant the apiserver reported; it
+// returns the Pod watch.
+func rollVersion(ctx context.Context, cluster, ns, name string, memory bool, to string) *e2eutil.PodLog {
+	GinkgoHelper()
+	c := clients[cluster]
 	ready := podsReady(ctx, c, ns)
 	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 	Expect(err).NotTo(HaveOccurred())
@@ -112,14 +129,78 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 	load.StopAndCheck()
 
 	By("every key is there, and etcd itself says " + to)
-	cli = e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
+	cli := e2eutil.ConnectEtcd(ctx, fleet.Cluster(cluster).Config, c, ns, name)
 	defer cli.Close()
 	cli.ExpectKeys(ctx, "k", 100)
 	expectRunning(ctx, cluster, ns, name, to)
 
 	By("never fewer than a quorum of member Pods Ready, as the apiserver reported them")
 	expectQuorumReady(ready, log.Events(), 2)
-	return ids, log
+	return log
+}
+
+// downgrade rolls a PVC cluster back to 3.6.16 (rollVersion) and checks
+// that it went through etcd's downgrade API, which etcd ended by itself.
+func downgrade(ctx context.Context, cluster, ns, name string) *e2eutil.PodLog {
+	GinkgoHelper()
+	log := rollVersion(ctx, cluster, ns, name, false, "3.6.16")
+	c := clients[cluster]
+	Eventually(func(g Gomega) {
+		g.Expect(sb.EventMessages(ctx, cluster, ns, name, "DowngradeEnabled")).To(HaveLen(1), "etcd's downgrade enabled once, before the first member")
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionDowngradeEnabled)).To(BeNil(),
+			"etcd ends the downgrade once every member runs 3.6, and the condition goes")
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+	return log
+}
+
+// refuseMemoryDowngrade sets spec.version of a memory cluster running 3.7.3
+// to 3.6.16 and checks that UpgradeBlocked says why, that etcd's downgrade
+// is never enabled and that no Pod or member changes; then it sets 3.7.3
+// back and the refusal clears.
+func refuseMemoryDowngrade(ctx context.Context, cluster, ns, name string, ids map[string]string) {
+	GinkgoHelper()
+	c := clients[cluster]
+	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
+	Expect(err).NotTo(HaveOccurred())
+	defer log.Stop()
+	setSpecVersion := func(v string) {
+		ec := &v1alpha1.EtcdCluster{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		patch := client.MergeFrom(ec.DeepCopy())
+		ec.Spec.Version = v
+		Expect(c.Patch(ctx, ec, patch)).To(Succeed())
+	}
+	blocked := func(g Gomega) *metav1.Condition {
+		ec := &v1alpha1.EtcdCluster{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
+		g.Expect(meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionDowngradeEnabled)).To(BeNil(), "etcd's downgrade is never enabled")
+		cond := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionUpgradeBlocked)
+		g.Expect(cond).NotTo(BeNil())
+		return cond
+	}
+	setSpecVersion("3.6.16")
+	Eventually(func(g Gomega) {
+		cond := blocked(g)
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(cond.Message).To(ContainSubstring("a memory-backed cluster cannot go down a minor version"))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	// Long enough for a roll that was going to start to have started: the
+	// version roll above took its first step within a few seconds.
+	Consistently(func(g Gomega) {
+		g.Expect(blocked(g).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(log.Count(watch.Deleted)).To(BeEmpty(), "no Pod is deleted")
+	}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	Expect(sb.EventMessages(ctx, cluster, ns, name, "DowngradeEnabled")).To(BeEmpty())
+	expectRunning(ctx, cluster, ns, name, "3.7.3")
+	Expect(e2eutil.MemberIDs(ctx, c, ns, name)).To(Equal(ids), "no member changed")
+
+	By("setting 3.7.3 back clears the refusal")
+	setSpecVersion("3.7.3")
+	Eventually(func(g Gomega) {
+		g.Expect(blocked(g).Status).To(Equal(metav1.ConditionFalse))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
 // expectRunning checks, against etcd itself, that every member runs
