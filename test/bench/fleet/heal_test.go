@@ -93,7 +93,7 @@ func BenchmarkFleetHeal(b *testing.B) {
 	// still run, so their cost is measured.
 	cfg.AllowUnconstrained = true
 	ws := setUp(b, ctx, f, names[1:], cfg.Namespace)
-	ms := startManagers(b, ctx, f, cfg, replicas)
+	ms := startManagers(b, ctx, f, cfg, replicas, names[1:])
 
 	boot := time.Now()
 	// Bootstrap starts 3N etcd members beside N control planes on a

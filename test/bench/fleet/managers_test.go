@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,9 @@ type managers struct {
 
 // startManagers runs n manager processes against the management cluster
 // and stops them (SIGKILL: nothing is measured after) before the sandbox.
-func startManagers(b *testing.B, ctx context.Context, f *sandbox.Fleet, cfg settings.Config, n int) *managers {
+// More than one run sharded, under IDs that split clusters unevenly
+// (unevenReplicaIDs).
+func startManagers(b *testing.B, ctx context.Context, f *sandbox.Fleet, cfg settings.Config, n int, clusters []string) *managers {
 	dir := b.TempDir()
 	bin, err := managerproc.Build(ctx, dir)
 	if err != nil {
@@ -37,7 +40,19 @@ func startManagers(b *testing.B, ctx context.Context, f *sandbox.Fleet, cfg sett
 		b.Fatal(err)
 	}
 	ms := &managers{}
-	for i := 1; i <= n; i++ {
+	ids := []string{"manager"}
+	if n > 1 {
+		var owned map[string][]string
+		if ids, owned, err = unevenReplicaIDs(n, clusters); err != nil {
+			b.Fatal(err)
+		}
+		var split []string
+		for _, id := range ids {
+			split = append(split, fmt.Sprintf("%s owns %d", id, len(owned[id])))
+		}
+		bench.Logf(b, "sharded over %d replicas, unevenly: %s", n, strings.Join(split, ", "))
+	}
+	for _, name := range ids {
 		addr, err := managerproc.FreeLoopbackAddr()
 		if err != nil {
 			b.Fatal(err)
@@ -51,9 +66,7 @@ func startManagers(b *testing.B, ctx context.Context, f *sandbox.Fleet, cfg sett
 			// One replica runs as the bench always did, without leader
 			// election; sharded ones elect the leader of the singletons.
 			fmt.Sprintf("--leader-elect=%t", n > 1)}
-		name := "manager"
 		if n > 1 {
-			name = fmt.Sprintf("r%d", i)
 			args = append(args, "--shard", "--shard-replica-id="+name)
 		}
 		p, err := managerproc.Start(bin, managerproc.Options{Name: name, Args: args, Log: verboseLog(name)})
