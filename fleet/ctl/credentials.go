@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcdfleet/etcdfleet/fleet/rotation"
 )
 
 // DefaultTokenDuration is register's token lifetime: short enough that a
@@ -59,7 +61,7 @@ func mintBoundToken(ctx context.Context, wl client.Client, cfg *rest.Config, nam
 		err = fmt.Errorf("mint a token for %s/%s: %w", WorkloadNamespace, WorkloadSA, err)
 		return nil, errors.Join(err, client.IgnoreNotFound(wl.Delete(ctx, holder)))
 	}
-	return &token{value: tr.Status.Token, expiresAt: tr.Status.ExpirationTimestamp.Time, boundTo: holder}, nil
+	return &token{value: tr.Status.Token, expiresAt: rotation.ExpiryOf(tr), boundTo: holder}, nil
 }
 
 // revokeTokens deletes the registration Secrets of name on the workload

@@ -210,7 +210,18 @@ func (r *Rotator) rotate(ctx context.Context, kc []byte, tok Token) ([]byte, tim
 		return nil, time.Time{}, err
 	}
 	out, err := withToken(kc, tr.Status.Token)
-	return out, tr.Status.ExpirationTimestamp.Time, err
+	return out, ExpiryOf(tr), err
+}
+
+// ExpiryOf is when the minted token stops working: its own exp claim. The
+// apiserver computes status.expirationTimestamp from a separate clock read,
+// which can fall a second before or after the claim; the annotation states
+// what the token itself says, so rotation is scheduled from that.
+func ExpiryOf(tr *authenticationv1.TokenRequest) time.Time {
+	if t, err := ParseToken(tr.Status.Token); err == nil || errors.Is(err, ErrNotBound) {
+		return t.ExpiresAt
+	}
+	return tr.Status.ExpirationTimestamp.Time
 }
 
 // bearerToken is the token of kc's current context; "" when there is none.

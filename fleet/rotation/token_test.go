@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func jwt(claims string) string {
@@ -34,5 +37,23 @@ func TestParseToken(t *testing.T) {
 		if _, err := ParseToken(bad); err == nil || errors.Is(err, ErrNotBound) {
 			t.Errorf("%s: %v, want an error", name, err)
 		}
+	}
+}
+
+// The expiry stored beside a minted token is the token's own exp claim, not
+// status.expirationTimestamp, which the apiserver reads from its clock
+// separately and which CI saw a second off the claim.
+func TestExpiryOfIsTheClaim(t *testing.T) {
+	claim := time.Unix(1_800_000_000, 0)
+	tr := &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{
+		Token:               jwt(`{"exp":1800000000,"iat":1799996400,"kubernetes.io":{"namespace":"n","serviceaccount":{"name":"s"}}}`),
+		ExpirationTimestamp: metav1.NewTime(claim.Add(-time.Second)),
+	}}
+	if got := ExpiryOf(tr); !got.Equal(claim) {
+		t.Fatalf("ExpiryOf = %v, want the exp claim %v", got, claim)
+	}
+	tr.Status.Token = "not-a-jwt"
+	if got := ExpiryOf(tr); !got.Equal(claim.Add(-time.Second)) {
+		t.Fatalf("an opaque token falls back to the status: got %v", got)
 	}
 }
