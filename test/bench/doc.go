@@ -20,7 +20,8 @@
 //     delete → create, create → Ready; p50, p99, max), the worst 1 s
 //     window of deletes across all replicas is counted from the
 //     apiservers' watches, and a cluster's RSS at rest is printed.
-//     BENCH_REPLICAS=3 runs three sharded managers.
+//     It runs twice by default, with one manager and with three sharded
+//     ones owning the clusters at least 4:1:1 (BENCH_REPLICAS=1,3).
 //   - memory: the fleet manager's heap per additional engaged cluster
 //     (the process's one-off costs apart; the average with them and RSS
 //     printed beside it), with 0 and with 2,000 unrelated Pods per
@@ -38,7 +39,7 @@
 //	KUBEBUILDER_ASSETS=$(test/tools/assets.sh) go test -run '^$' -bench BenchmarkFleetHeal -benchtime 1x ./test/bench/...
 //
 // Knobs (environment): BENCH_REBOOTS (replace, default 10), BENCH_CLUSTERS
-// and BENCH_REPLICAS (fleet, defaults 10 and 1), BENCH_SCALE_CLUSTERS,
+// and BENCH_REPLICAS (fleet, defaults 10 and "1,3": one run per entry), BENCH_SCALE_CLUSTERS,
 // BENCH_SCALE_WINDOW_SECONDS and BENCH_SCALE_APISERVER_MIB (scale),
 // BENCH_LITE_APISERVERS (BenchmarkLiteAPIServer, default 3),
 // BENCH_MEMORY_CLUSTERS and BENCH_MEMORY_PODS (memory, defaults 5 and

@@ -34,6 +34,24 @@ func EnvInt(b testing.TB, name string, def int) int {
 	return n
 }
 
+// EnvInts reads a comma-separated list of positive integers from the
+// environment variable name (def when unset), failing b on anything else.
+func EnvInts(b testing.TB, name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("%s=%q: want positive integers separated by commas", name, v)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 // QuietLogs silences controller-runtime's logger and klog unless
 // BENCH_VERBOSE=1: a reboot makes the sandbox's port-forward server and
 // the operator's etcd dials report every refused connection, which would

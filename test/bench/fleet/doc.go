@@ -6,7 +6,8 @@
 // for linearizability. Each replacement's time is broken down at the
 // limiter's grant, so that extra heal time can be put down to pacing, the
 // controller or a saturated machine; the managers run as processes
-// (test/managerproc), BENCH_REPLICAS of them, sharded when more than one.
+// (test/managerproc), one run per entry of BENCH_REPLICAS (default 1 and
+// 3), sharded when more than one.
 // The heal is drawn as make demo draws it (test/timeline), to
 // $BENCH_TIMELINE. See BenchmarkFleetHeal.
 package fleet

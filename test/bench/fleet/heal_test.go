@@ -42,9 +42,12 @@ type workload struct {
 	healed time.Time
 }
 
-// BenchmarkFleetHeal starts BENCH_CLUSTERS workload clusters (default 10),
+// BenchmarkFleetHeal runs one heal per entry of BENCH_REPLICAS (default
+// "1,3": one manager, then three sharded ones owning the clusters at least
+// 4:1:1), each in a fresh sandbox, so that one make bench prints both.
+// Each starts BENCH_CLUSTERS workload clusters (default 10),
 // each with one 3-member PVC EtcdCluster, registers them by Secret with
-// BENCH_REPLICAS fleet manager processes (default 1; more run with
+// that many fleet manager processes (more than one run with
 // --shard) with the default configuration (limiter 2/s, burst 10, split
 // by share across replicas), then reboots every Node of every cluster at
 // once. Heal time runs from the first member Pod seen terminal to every
@@ -79,8 +82,14 @@ type workload struct {
 // unavailability, reported as p50 and max over clusters.
 func BenchmarkFleetHeal(b *testing.B) {
 	n := bench.EnvInt(b, "BENCH_CLUSTERS", 10)
-	replicas := bench.EnvInt(b, "BENCH_REPLICAS", 1)
 	bench.QuietLogs()
+	for _, replicas := range bench.EnvInts(b, "BENCH_REPLICAS", []int{1, 3}) {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) { healOnce(b, n, replicas) })
+	}
+}
+
+// healOnce is one BenchmarkFleetHeal run: n clusters, replicas managers.
+func healOnce(b *testing.B, n, replicas int) {
 	ctx := b.Context()
 	names := []string{"mgmt"}
 	for i := 1; i <= n; i++ {

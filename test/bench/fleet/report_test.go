@@ -129,7 +129,9 @@ func (r healRun) report(b *testing.B) {
 
 // picture writes the heal as make demo draws it (test/timeline), one row
 // per cluster, to $BENCH_TIMELINE (make bench: heal-timeline-bench.svg in
-// the repository root) or a file in the temporary directory.
+// the repository root) or a file in the temporary directory; a sharded
+// run's picture goes beside it, named for its replicas
+// (heal-timeline-bench-3-replicas.svg), so one run keeps both.
 func (r healRun) picture(b *testing.B, origin time.Time, heal, bound time.Duration) {
 	var rows []timeline.Row
 	for _, w := range r.ws {
@@ -150,6 +152,9 @@ func (r healRun) picture(b *testing.B, origin time.Time, heal, bound time.Durati
 	path := os.Getenv("BENCH_TIMELINE")
 	if path == "" {
 		path = filepath.Join(os.TempDir(), "etcdfleet-heal-timeline-bench.svg")
+	}
+	if r.replicas > 1 {
+		path = strings.TrimSuffix(path, ".svg") + fmt.Sprintf("-%d-replicas.svg", r.replicas)
 	}
 	if err := os.WriteFile(path, svg, 0o644); err != nil {
 		b.Fatal(err)
