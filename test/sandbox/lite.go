@@ -74,7 +74,9 @@ type LiteCluster struct {
 }
 
 // StartLite starts the shared etcd, then the apiservers,
-// StartConcurrency at a time. On error whatever started is stopped.
+// StartConcurrency at a time, each with a start timeout stretched by the
+// host's load and tried up to liteStartAttempts times. On error whatever
+// started is stopped.
 func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 	o := Options{AssetsDir: opts.AssetsDir, StartTimeout: opts.StartTimeout, StartConcurrency: opts.StartConcurrency, Dir: os.TempDir(),
 		liteLog: opts.Log}
@@ -111,10 +113,18 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 		return nil, err
 	}
 	err = startEach(opts.Clusters, o.StartConcurrency, func(i int, name string) error {
-		// Each goroutine writes its own index.
-		api, c, err := f.startLite(name, i, f.binary, knobs, opts.CRDDirs, o)
-		f.apis[i], f.Clusters[i] = api, c
-		return err
+		// Each goroutine writes its own index. A failed attempt's
+		// apiserver is stopped before the next one starts afresh.
+		return retryStart(liteStartAttempts, o.StartTimeout, func(timeout time.Duration) error {
+			api, c, err := f.startLite(name, i, f.binary, knobs, opts.CRDDirs, o, timeout)
+			f.apis[i], f.Clusters[i] = api, c
+			return err
+		}, func() {
+			if f.apis[i] != nil {
+				_ = f.apis[i].Stop()
+				f.apis[i] = nil
+			}
+		})
 	})
 	if err != nil {
 		return nil, err // stopped by the deferred Stop
@@ -124,10 +134,10 @@ func StartLite(_ context.Context, opts LiteOptions) (_ *LiteFleet, err error) {
 
 // startLite starts cluster i's apiserver on the shared etcd and installs
 // the CRDs.
-func (f *LiteFleet) startLite(name string, i int, path string, knobs LiteKnobs, crdDirs []string, o Options) (*envtest.APIServer, *LiteCluster, error) {
+func (f *LiteFleet) startLite(name string, i int, path string, knobs LiteKnobs, crdDirs []string, o Options, timeout time.Duration) (*envtest.APIServer, *LiteCluster, error) {
 	prefix := fmt.Sprintf("/lite/%d", i)
 	api := &envtest.APIServer{Path: path, EtcdURL: f.etcd.URL,
-		StartTimeout: o.StartTimeout, StopTimeout: 30 * time.Second, Out: o.liteLog, Err: o.liteLog}
+		StartTimeout: timeout, StopTimeout: 30 * time.Second, Out: o.liteLog, Err: o.liteLog}
 	if f.auditPolicy != "" && (len(f.audited) == 0 || slices.Contains(f.audited, name)) {
 		api.Configure().Set("audit-policy-file", f.auditPolicy).
 			Set("audit-log-path", AuditLog(f.auditDir, name)).Set("audit-log-format", "json")
