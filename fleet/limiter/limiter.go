@@ -40,7 +40,10 @@ type Limiter struct {
 	pendingAt    time.Time
 	queue        fairQueue
 	entries      map[key]*entry // queued and granted-unclaimed requests
-	unclaimed    int
+	// grants remembers recent grants per etcd cluster, which demote an
+	// urgent request once they give its cluster a majority back.
+	grants    recentGrants
+	unclaimed int
 
 	grantedTotal   uint64
 	returnedTotal  uint64
@@ -58,6 +61,7 @@ func New(opts Options) *Limiter {
 		bucket:      rate.NewLimiter(opts.Rate, opts.Burst),
 		queue:       newFairQueue(),
 		entries:     map[key]*entry{},
+		grants:      recentGrants{},
 		throttledBy: map[string]uint64{},
 	}
 }
@@ -87,7 +91,7 @@ func (l *Limiter) Reserve(_ context.Context, r gate.Request) gate.Decision {
 		l.unclaimed--
 		l.mu.Unlock()
 		l.notify(woken)
-		return gate.Decision{Cancel: l.canceller()}
+		return gate.Decision{Cancel: l.canceller(r)}
 	}
 	delay := l.delayLocked(e, now)
 	if !e.throttled {
@@ -114,15 +118,17 @@ func (l *Limiter) reclassLocked(e *entry, r gate.Request) {
 	}
 }
 
-// canceller returns a grant's Cancel: it gives the token back at most once,
-// however often it is called.
-func (l *Limiter) canceller() func() {
+// canceller returns r's grant's Cancel: it gives the token back at most
+// once, however often it is called, and forgets the grant (it no longer
+// counts toward r's etcd cluster's quorum).
+func (l *Limiter) canceller(r gate.Request) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.mu.Lock()
 			now := l.nowLocked()
 			l.refundLocked(now)
+			l.grants.cancel(r)
 			woken := l.grantLocked(now, key{})
 			l.mu.Unlock()
 			l.notify(woken)
@@ -142,6 +148,7 @@ func (l *Limiter) ForgetCluster(cluster string) {
 	}
 	delete(l.throttledBy, cluster)
 	l.queue.forget(cluster)
+	l.grants.forget(cluster)
 	woken := l.grantLocked(now, key{})
 	l.mu.Unlock()
 	l.metrics.forgetCluster(cluster)
@@ -235,8 +242,9 @@ func (l *Limiter) nowLocked() time.Time {
 func (l *Limiter) grantLocked(now time.Time, self key) []gate.Request {
 	var woken []gate.Request
 	for l.queue.len() > 0 && l.takeLocked(now) {
-		e := l.queue.pop()
+		e := l.nextLocked(now)
 		e.granted, e.grantedAt = true, now
+		l.grants.record(e.req, now)
 		l.unclaimed++
 		l.grantedTotal++
 		l.metrics.grant(e.req, now.Sub(e.firstAsk))

@@ -152,6 +152,16 @@ func (q *fairQueue) pop() *entry {
 	return nil
 }
 
+// peek returns the request pop would return, without taking it, or nil.
+func (q *fairQueue) peek() *entry {
+	for c := urgent; c < numClasses; c++ {
+		if q.size[c] > 0 {
+			return q.rings[c][0].fifo[c][0]
+		}
+	}
+	return nil
+}
+
 // popEligible is pop for requests that may be refused for now: it returns
 // the first request in fairness order whose cluster clusterOK accepts and
 // which ok accepts, or nil. A cluster passed over keeps its place in the

@@ -39,6 +39,9 @@ type safety struct {
 	why string
 	// quorumLost is the real quorum state, which orders the gate's queue.
 	quorumLost bool
+	// quorum is what quorumLost was read from, passed on to the gate
+	// (gate.Request.Quorum); nil where the check did not count voters.
+	quorum *gate.QuorumView
 }
 
 func safe(quorumLost bool) (safety, error) { return safety{ok: true, quorumLost: quorumLost}, nil }
@@ -86,7 +89,11 @@ func (s *run) replace(ctx context.Context, j job, l ledger) (ctrl.Result, error)
 	if wait || err != nil {
 		return res, err
 	}
-	d := s.cl.Gate.Reserve(ctx, s.gateRequest(j.action, sv.quorumLost))
+	req := s.gateRequest(j.action, sv.quorumLost)
+	if sv.quorumLost {
+		req.Quorum = sv.quorum
+	}
+	d := s.cl.Gate.Reserve(ctx, req)
 	if d.Delay > 0 {
 		throttled.WithLabelValues(s.cl.Name).Inc()
 		return s.waitFor(ctx, j.died+"; waiting for the shared replacement rate limiter", d.Delay)

@@ -16,6 +16,7 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 )
 
 // quorumLostCached reports, from the cache, whether this member is one of
@@ -32,12 +33,15 @@ import (
 // reconcile, which under load comes seconds after the Pod went terminal,
 // and until then a cluster that lost quorum would queue behind the
 // clusters that said so first.
-func (s *run) quorumLostCached(ctx context.Context) (bool, error) {
+//
+// It also returns what it counted, for the gate (gate.Request.Quorum).
+func (s *run) quorumLostCached(ctx context.Context) (bool, *gate.QuorumView, error) {
 	members, err := etcd.Members(ctx, s.cl.Client, s.m.Namespace, s.m.Spec.ClusterName)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	voters, up, coming := 0, 0, 0
+	var counted []string
 	for i := range members {
 		m := &members[i]
 		if !m.Status.IsVoter {
@@ -46,16 +50,22 @@ func (s *run) quorumLostCached(ctx context.Context) (bool, error) {
 		voters++
 		st, err := s.voterState(ctx, m)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		switch {
 		case st == voterUp:
 			up++
 		case st == voterComing && m.Name != s.m.Name:
 			coming++
+		default:
+			continue
+		}
+		if m.Name != s.m.Name {
+			counted = append(counted, m.Name)
 		}
 	}
-	return !etcd.HasQuorum(up+coming, voters), nil
+	view := &gate.QuorumView{Majority: etcd.Majority(voters), Counted: counted}
+	return !etcd.HasQuorum(up+coming, voters), view, nil
 }
 
 // voterState is where a voter stands in a heal, from the cache.

@@ -128,6 +128,9 @@ var _ = Describe("terminal-Pod replacement", func() {
 		Expect(h.gate.requests).To(HaveLen(2))
 		Expect(h.gate.requests[0].QuorumLost).To(BeTrue(), "none is up or coming: ec-1 restores quorum")
 		Expect(h.gate.requests[1].QuorumLost).To(BeTrue(), "ec-1 alone coming back is no majority: ec-2 restores quorum")
+		Expect(h.gate.requests[0].Quorum).To(Equal(&gate.QuorumView{Majority: 2}), "the gate is told what was counted")
+		Expect(h.gate.requests[1].Quorum).To(Equal(&gate.QuorumView{Majority: 2, Counted: []string{"ec-1"}}),
+			"the gate counts its own grants since by name, so ec-1 must be named")
 		h.reconcile("ec-0")
 		Expect(h.gate.requests).To(HaveLen(3))
 		Expect(h.gate.requests[2].QuorumLost).To(BeFalse(), "ec-1 and ec-2 (granted) are a majority: ec-0 waits behind other clusters' quorum")

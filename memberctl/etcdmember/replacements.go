@@ -33,8 +33,8 @@ func (s *run) replaceTerminalPod(ctx context.Context, p *corev1.Pod) (ctrl.Resul
 	return s.replace(ctx, job{
 		action: gate.TerminalPodDelete, cause: cause, podUID: p.UID, died: died,
 		check: func(ctx context.Context) (safety, error) {
-			lost, err := s.quorumLostCached(ctx)
-			return safety{ok: true, quorumLost: lost}, err
+			lost, view, err := s.quorumLostCached(ctx)
+			return safety{ok: true, quorumLost: lost, quorum: view}, err
 		},
 		remove: func(ctx context.Context) error { return s.cl.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}) },
 		announce: func(total int32) {

@@ -70,6 +70,22 @@ type Request struct {
 	// scarce, so that after a fleet reboot every cluster regains quorum
 	// before any cluster gets its remaining members.
 	QuorumLost bool
+	// Quorum is what the asker of a QuorumLost request saw of its etcd
+	// cluster; nil when it did not say. A shared gate that grants other
+	// members of the same etcd cluster meanwhile counts them too, so that
+	// a request stops going first as soon as the grants already made give
+	// its cluster a majority back, not only when its asker sees them on
+	// its next ask (which may be seconds later).
+	Quorum *QuorumView
+}
+
+// QuorumView is an etcd cluster's quorum as one member's asker saw it.
+type QuorumView struct {
+	// Majority is how many voters make a quorum.
+	Majority int
+	// Counted names the other voters (EtcdMember names) that were up or
+	// on their way back.
+	Counted []string
 }
 
 // Decision answers a Request.

@@ -213,5 +213,10 @@ func expectPaced(l *runLog, waited int) {
 	AddReportEntry("snapshots running at once, at most", peak)
 	Expect(len(l.start)).To(BeNumerically(">=", workloadCount), "a snapshot Pod per cluster")
 	Expect(peak).To(BeNumerically("<=", maxConcurrent), "the fleet ran more snapshots at once than snapshots.maxConcurrent")
-	Expect(waited).To(BeNumerically(">", 0), "no snapshot was seen waiting for a slot: the limit was never reached")
+	// The limit was reached if a snapshot was seen waiting (status is
+	// polled, so a short wait can fall between two polls: CI once saw
+	// none) or if maxConcurrent ran at once; a run that stayed under the
+	// limit throughout proves nothing and fails.
+	Expect(waited > 0 || peak == maxConcurrent).To(BeTrue(),
+		"no snapshot was seen waiting for a slot and at most %d of %d ran at once: the limit was never reached", peak, maxConcurrent)
 }
