@@ -186,13 +186,13 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cli, err := dial(cfg)
+	cli, tlsCfg, err := dial(cfg)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cli.Close()
 	lim := cfg.Etcd.withDefaults()
-	if err := connect(ctx, cli, cfg.Endpoints, lim); err != nil {
+	if err := connect(ctx, cli, tlsCfg, cfg.Endpoints, lim); err != nil {
 		return Result{}, err
 	}
 
@@ -240,13 +240,15 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
-func dial(cfg Config) (*clientv3.Client, error) {
+// dial makes the etcd client, and returns its TLS configuration (nil
+// for plain http) for connect's diagnosis.
+func dial(cfg Config) (*clientv3.Client, *tls.Config, error) {
 	var tlsCfg *tls.Config
 	if cfg.CAFile != "" {
 		info := transport.TLSInfo{TrustedCAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
 		var err error
 		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("etcd client TLS: %w", err)
+			return nil, nil, fmt.Errorf("etcd client TLS: %w", err)
 		}
 	}
 	// No DialTimeout: etcd's client only applies it to authentication,
@@ -256,9 +258,9 @@ func dial(cfg Config) (*clientv3.Client, error) {
 		// warnings would only crowd the log.
 		Logger: zap.NewNop()})
 	if err != nil {
-		return nil, fmt.Errorf("dial etcd %v: %w", cfg.Endpoints, err)
+		return nil, nil, fmt.Errorf("dial etcd %v: %w", cfg.Endpoints, err)
 	}
-	return cli, nil
+	return cli, tlsCfg, nil
 }
 
 // verify reads the stored copy back: its size and sha256 must be what was

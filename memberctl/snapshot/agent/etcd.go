@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -114,7 +117,7 @@ func (e *EtcdStageError) Unwrap() error { return e.Err }
 // connection for as long as their context allows, so without this a
 // member that refuses the agent's certificate holds the run until its
 // timeout. On the timeout the error carries grpc's last connection error.
-func connect(ctx context.Context, cli *clientv3.Client, eps []string, l EtcdLimits) error {
+func connect(ctx context.Context, cli *clientv3.Client, tlsCfg *tls.Config, eps []string, l EtcdLimits) error {
 	dctx, cancel := context.WithTimeout(ctx, l.DialTimeout)
 	defer cancel()
 	conn := cli.ActiveConnection()
@@ -126,17 +129,81 @@ func connect(ctx context.Context, cli *clientv3.Client, eps []string, l EtcdLimi
 		if ctx.Err() != nil {
 			return fmt.Errorf("dial etcd %v: %w", eps, ctx.Err())
 		}
-		return &EtcdStageError{Stage: EtcdStageDial, Endpoints: eps, Limits: l, Err: lastConnError(dctx, conn)}
+		err := refusal(ctx, tlsCfg, eps)
+		if err == nil {
+			if err = lastConnError(ctx, conn); err == nil {
+				return nil // connected just now
+			}
+		}
+		return &EtcdStageError{Stage: EtcdStageDial, Endpoints: eps, Limits: l, Err: err}
 	}
 	return nil
 }
 
-// lastConnError asks the connection for a request with dctx, whose
-// deadline has passed: grpc answers at once with the last error of its
-// connection attempts ("latest balancer error: ... tls: ..."), which
-// etcd's client would replace with the bare context error.
-func lastConnError(dctx context.Context, conn grpc.ClientConnInterface) error {
-	_, err := pb.NewMaintenanceClient(conn).Status(dctx, &pb.StatusRequest{})
+// refusal is why a member does not let the agent in over TLS, when it
+// says so: grpc reports only the broken connection ("write: broken
+// pipe") when etcd refuses the client certificate, since with TLS 1.3
+// the refusal is an alert that arrives after the client's side of the
+// handshake, on a read grpc never makes. So each endpoint is dialled with
+// the same TLS configuration and read from: a refusal shows as the alert
+// ("remote error: tls: unknown certificate authority"), an untrusted
+// serving certificate as the handshake's error. nil when no endpoint says
+// anything (a member that accepts the agent waits for its HTTP/2 preface
+// and sends nothing).
+func refusal(ctx context.Context, tlsCfg *tls.Config, eps []string) error {
+	if tlsCfg == nil {
+		return nil
+	}
+	for _, ep := range eps {
+		u, err := url.Parse(ep)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		if err := tlsRefusal(ctx, tlsCfg, u.Host); err != nil {
+			return fmt.Errorf("%s: %w", ep, err)
+		}
+	}
+	return nil
+}
+
+func tlsRefusal(ctx context.Context, tlsCfg *tls.Config, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, lastConnErrorWait)
+	defer cancel()
+	cfg := tlsCfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(host)
+	}
+	c, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil // says nothing within the wait
+		}
+		return err
+	}
+	defer c.Close()
+	deadline, _ := ctx.Deadline()
+	_ = c.SetReadDeadline(deadline)
+	_, err = c.Read(make([]byte, 1))
+	if ne, ok := errors.AsType[net.Error](err); err == nil || ok && ne.Timeout() {
+		return nil // let in: etcd waits for the HTTP/2 preface
+	}
+	return err
+}
+
+// lastConnErrorWait bounds lastConnError's request: long enough for a
+// balancer between two connection attempts to report the last one's
+// failure, short against the dial timeout.
+const lastConnErrorWait = time.Second
+
+// lastConnError asks the connection for a request that does not wait for
+// it to be ready: grpc fails it at once with the last error of its
+// connection attempts ("connection error: ... tls: ..."), which a
+// waiting request, etcd's client's default, never reports.
+func lastConnError(ctx context.Context, conn grpc.ClientConnInterface) error {
+	ctx, cancel := context.WithTimeout(ctx, lastConnErrorWait)
+	defer cancel()
+	_, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
 	return err
 }
 
