@@ -44,7 +44,9 @@ type Options struct {
 	// S3Limits bound each stage of the agent's transfers with object
 	// storage (connect, first byte, throughput floor), so that a stalled
 	// or tarpit store fails the Job in minutes and frees its snapshot
-	// slot; the manager's settings snapshotAgent.*.
+	// slot; the manager's settings snapshotAgent.*. Its EtcdLimits do
+	// the same for reaching etcd (a refused client certificate), in the
+	// snapshot Job.
 	S3Limits agent.S3Limits
 	// CleanupBackoffLimit is the Pod retries of a cleanup Job (deletionPolicy
 	// Delete); the Job controller spaces them 10 s, 20 s, 40 s... apart, which
@@ -121,7 +123,7 @@ func URI(s *v1alpha1.EtcdSnapshot) string {
 // are the cluster's.
 func BuildJob(s *v1alpha1.EtcdSnapshot, members []v1alpha1.EtcdMember, o Options) *batchv1.Job {
 	cfg := agent.Config{TerminationMessagePath: corev1.TerminationMessagePathDefault, Timeout: agent.DefaultTimeout,
-		SingleMember: s.Spec.MemberName != ""}
+		SingleMember: s.Spec.MemberName != "", Etcd: o.S3Limits.EtcdLimits}
 	for i := range members {
 		cfg.Endpoints = append(cfg.Endpoints, etcd.MemberClientURL(&members[i]))
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,5 +41,59 @@ func TestJobMountsOnlyTheCABundleKeyAndAsksForEncryption(t *testing.T) {
 		return vm.Name == pod.Volumes[i].Name && vm.MountPath == s3CADir && vm.ReadOnly
 	}) {
 		t.Errorf("CA volume not mounted read-only at %s: %+v", s3CADir, pod.Containers[0].VolumeMounts)
+	}
+}
+
+// TestJobOfATLSClusterDialsOverMTLS: the snapshot Job of a cluster that
+// serves clients over TLS with client certificates dials the members'
+// https URLs, trusts the serving Secret's ca.crt, and presents the
+// operator's client pair, each Secret mounted read-only with only the keys
+// the agent reads (never the members' serving key); its etcd limits are
+// the manager's.
+func TestJobOfATLSClusterDialsOverMTLS(t *testing.T) {
+	s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s1"},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "c"},
+			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: "http://s3:8333", Bucket: "b",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}}}}
+	var members []v1alpha1.EtcdMember
+	for _, n := range []string{"c-0", "c-1"} {
+		members = append(members, v1alpha1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n},
+			Spec: v1alpha1.EtcdMemberSpec{ClusterName: "c", TLS: &v1alpha1.MemberTLS{ClientServerSecretRef: "c-server-tls",
+				ClientMTLS: true, OperatorClientSecretRef: "c-operator-tls", PeerSecretRef: "c-peer-tls"}}})
+	}
+	o := DefaultOptions()
+	o.S3Limits.EtcdLimits.DialTimeout = 7 * time.Second
+	pod := BuildJob(s, members, o).Spec.Template.Spec
+	args := strings.Join(pod.Containers[0].Args, " ") + " "
+	for _, want := range []string{"--endpoints=https://c-0.", ",https://c-1.", "--ca-file=" + tlsServerDir + "/ca.crt ",
+		"--cert-file=" + tlsClientDir + "/tls.crt ", "--key-file=" + tlsClientDir + "/tls.key ", "--etcd-dial-timeout=7s "} {
+		if !strings.Contains(args, want) {
+			t.Errorf("agent args %q lack %q", args, want)
+		}
+	}
+	for _, want := range []struct {
+		secret, dir string
+		keys        []string
+	}{{"c-server-tls", tlsServerDir, []string{"ca.crt"}}, {"c-operator-tls", tlsClientDir, []string{"tls.crt", "tls.key"}}} {
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == want.secret })
+		if i < 0 {
+			t.Errorf("no volume of Secret %s: %+v", want.secret, pod.Volumes)
+			continue
+		}
+		var keys []string
+		for _, it := range pod.Volumes[i].Secret.Items {
+			keys = append(keys, it.Key)
+		}
+		if !slices.Equal(keys, want.keys) {
+			t.Errorf("Secret %s mounts keys %v, want only %v", want.secret, keys, want.keys)
+		}
+		if !slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(vm corev1.VolumeMount) bool {
+			return vm.Name == pod.Volumes[i].Name && vm.MountPath == want.dir && vm.ReadOnly
+		}) {
+			t.Errorf("Secret %s not mounted read-only at %s: %+v", want.secret, want.dir, pod.Containers[0].VolumeMounts)
+		}
+	}
+	if slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "c-peer-tls" }) {
+		t.Error("the agent mounts the peer Secret; it only talks to etcd as a client")
 	}
 }

@@ -123,3 +123,41 @@ func TestRestoreInitContainerWithACABundle(t *testing.T) {
 		t.Errorf("CA bundle not mounted read-only at %s: %+v", restoreCADir, c.VolumeMounts)
 	}
 }
+
+// TestRestoreInitContainerOfATLSCluster: the seed of a TLS cluster
+// restores with the https peer URL its etcd then advertises (etcdutl
+// writes the peer URLs into the restored data, and etcd refuses to start
+// when they differ from its flags), from the https initial cluster, and
+// without the cluster's TLS Secrets, which the restore does not use; its
+// etcd container serves with TLS as any member's.
+func TestRestoreInitContainerOfATLSCluster(t *testing.T) {
+	const initial = "m0=https://m0.c1.ns1.svc:2380,m1=https://m1.c1.ns1.svc:2380"
+	p := Build(newMember(restoringSeed(s3Loc), func(m *v1alpha1.EtcdMember) {
+		m.Spec.InitialCluster = initial
+		m.Spec.TLS = &v1alpha1.MemberTLS{ClientServerSecretRef: "srv", ClientMTLS: true, OperatorClientSecretRef: "op", PeerSecretRef: "peer"}
+	}), BuildOptions{})
+	if len(p.Spec.InitContainers) != 1 {
+		t.Fatalf("want the restore init container alone, got %+v", p.Spec.InitContainers)
+	}
+	restore := p.Spec.InitContainers[0]
+	got := flags(t, p)
+	for _, want := range []string{"--initial-advertise-peer-urls=" + got["--initial-advertise-peer-urls"], "--initial-cluster=" + initial} {
+		if !slices.Contains(restore.Command, want) {
+			t.Errorf("restore command %q lacks %q", restore.Command, want)
+		}
+	}
+	if got["--initial-advertise-peer-urls"] != "https://m1.c1.ns1.svc:2380" || got["--initial-cluster"] != initial {
+		t.Errorf("etcd peer flags %q %q", got["--initial-advertise-peer-urls"], got["--initial-cluster"])
+	}
+	etcdCmd := etcdContainer(t, p).Command
+	for _, f := range []string{"--client-cert-auth=true", "--peer-client-cert-auth=true"} {
+		if !slices.Contains(etcdCmd, f) {
+			t.Errorf("the restoring seed's etcd lacks %s", f)
+		}
+	}
+	for _, vm := range restore.VolumeMounts {
+		if strings.HasPrefix(vm.MountPath, "/etc/etcd/tls") {
+			t.Errorf("restore container mounts the TLS Secret volume %s", vm.Name)
+		}
+	}
+}

@@ -21,15 +21,11 @@ import (
 // Subcommand is the etcdfleet-agent subcommand that runs Run.
 const Subcommand = "snapshot-agent"
 
-// Timeouts of one run. The snapshot Job's activeDeadlineSeconds is larger
-// than DefaultTimeout, so that the agent reports its own timeout (a
-// termination message) rather than being killed silently.
-const (
-	DefaultTimeout = 25 * time.Minute
-	// dialTimeout bounds reaching a member: the Job runs next to the
-	// members, so a longer wait only hides a down cluster.
-	dialTimeout = 10 * time.Second
-)
+// DefaultTimeout is the timeout of one run. The snapshot Job's
+// activeDeadlineSeconds is larger, so that the agent reports its own
+// timeout (a termination message) rather than being killed silently.
+// Reaching etcd is bounded far below it by EtcdLimits.
+const DefaultTimeout = 25 * time.Minute
 
 // DefaultPartSize is the multipart upload part size: the agent holds one
 // part in memory, and 16 MiB parts allow objects of up to 156 GiB (10,000
@@ -49,6 +45,9 @@ type Config struct {
 	// CAFile verifies the members' serving certificates (https endpoints);
 	// CertFile and KeyFile are the client certificate for mTLS.
 	CAFile, CertFile, KeyFile string
+	// Etcd bounds reaching etcd and its first answers; zero fields are
+	// DefaultEtcdLimits.
+	Etcd EtcdLimits
 
 	// Exactly one of S3 and File is the destination.
 	S3   *S3
@@ -187,11 +186,15 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cli, err := dial(cfg)
+	cli, tlsCfg, err := dial(cfg)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cli.Close()
+	lim := cfg.Etcd.withDefaults()
+	if err := connect(ctx, cli, tlsCfg, cfg.Endpoints, lim); err != nil {
+		return Result{}, err
+	}
 
 	// etcd's snapshot stream carries no revision, so take the cluster's
 	// latest one just before: a linearizable read, so the snapshot that
@@ -203,12 +206,18 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		revOpts = append(revOpts, clientv3.WithSerializable())
 	}
-	rev, err := cli.Get(ctx, "\x00", revOpts...)
-	if err != nil {
+	fb := firstByte(ctx, cfg.Endpoints, lim, "answer to the revision read")
+	rev, err := cli.Get(fb, "\x00", revOpts...)
+	fb.Cancel(nil)
+	if err := fb.done(err); err != nil {
 		return Result{}, fmt.Errorf("read etcd's revision: %w", err)
 	}
-	snap, err := cli.SnapshotWithVersion(ctx)
-	if err != nil {
+	// The stream's context outlives the first chunk: the whole snapshot
+	// flows through it.
+	fb = firstByte(ctx, cfg.Endpoints, lim, "snapshot data")
+	defer fb.Cancel(nil)
+	snap, err := cli.SnapshotWithVersion(fb)
+	if err := fb.done(err); err != nil {
 		return Result{}, fmt.Errorf("start etcd snapshot: %w", err)
 	}
 	defer snap.Snapshot.Close()
@@ -231,23 +240,27 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
-func dial(cfg Config) (*clientv3.Client, error) {
+// dial makes the etcd client, and returns its TLS configuration (nil
+// for plain http) for connect's diagnosis.
+func dial(cfg Config) (*clientv3.Client, *tls.Config, error) {
 	var tlsCfg *tls.Config
 	if cfg.CAFile != "" {
 		info := transport.TLSInfo{TrustedCAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
 		var err error
 		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("etcd client TLS: %w", err)
+			return nil, nil, fmt.Errorf("etcd client TLS: %w", err)
 		}
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: dialTimeout, TLS: tlsCfg,
+	// No DialTimeout: etcd's client only applies it to authentication,
+	// which the agent does not use; connect bounds the dial.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, TLS: tlsCfg,
 		// Failures reach the termination message; the client's own retry
 		// warnings would only crowd the log.
 		Logger: zap.NewNop()})
 	if err != nil {
-		return nil, fmt.Errorf("dial etcd %v: %w", cfg.Endpoints, err)
+		return nil, nil, fmt.Errorf("dial etcd %v: %w", cfg.Endpoints, err)
 	}
-	return cli, nil
+	return cli, tlsCfg, nil
 }
 
 // verify reads the stored copy back: its size and sha256 must be what was

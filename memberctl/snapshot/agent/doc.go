@@ -59,6 +59,17 @@
 //     connection must move a byte within StallTimeout. Without them a
 //     tarpit endpoint would hold the run, and its fleet-wide snapshot
 //     slot, for the whole run's timeout.
+//   - Reaching etcd is bounded too (EtcdLimits, --etcd-dial-timeout and
+//     --etcd-first-byte-timeout, the manager's snapshotAgent.etcd*
+//     settings): a ready connection (connect: TCP, TLS, and etcd's
+//     acceptance of the client certificate, which with TLS 1.3 shows only
+//     when etcd answers the HTTP/2 preface), then etcd's first answer to
+//     the revision read and to the snapshot stream (firstByte). etcd's
+//     client dials lazily and its requests wait for a connection as long
+//     as their context allows, so a member that refuses the agent's
+//     certificate would otherwise hold the run for its whole timeout. An
+//     EtcdStageError names the stage, its flag and grpc's last connection
+//     error (the TLS alert).
 //   - A file is written to a temporary name, synced and hard-linked into
 //     place (link fails on an existing name), so a failed run never leaves
 //     half a snapshot under the final name and never replaces a file; a

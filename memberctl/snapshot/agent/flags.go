@@ -27,20 +27,22 @@ const (
 	flagS3SSE       = "s3-sse"
 	flagS3SSEKMSKey = "s3-sse-kms-key-id"
 
-	flagS3ConnectTimeout   = "s3-connect-timeout"
-	flagS3FirstByteTimeout = "s3-first-byte-timeout"
-	flagS3MinThroughput    = "s3-min-throughput"
-	flagS3ThroughputWindow = "s3-throughput-window"
-	flagPartSize           = "part-size"
-	flagTimeout            = "timeout"
-	flagTermMessage        = "termination-message-path"
-	flagDelete             = "delete"
-	flagCheckSHA256        = "check-sha256"
-	flagCheckSize          = "check-size"
-	flagETag               = "etag"
-	flagSingle             = "single-member"
-	flagDrillDir           = "drill-dir"
-	flagCheckRev           = "check-revision"
+	flagEtcdDialTimeout      = "etcd-dial-timeout"
+	flagEtcdFirstByteTimeout = "etcd-first-byte-timeout"
+	flagS3ConnectTimeout     = "s3-connect-timeout"
+	flagS3FirstByteTimeout   = "s3-first-byte-timeout"
+	flagS3MinThroughput      = "s3-min-throughput"
+	flagS3ThroughputWindow   = "s3-throughput-window"
+	flagPartSize             = "part-size"
+	flagTimeout              = "timeout"
+	flagTermMessage          = "termination-message-path"
+	flagDelete               = "delete"
+	flagCheckSHA256          = "check-sha256"
+	flagCheckSize            = "check-size"
+	flagETag                 = "etag"
+	flagSingle               = "single-member"
+	flagDrillDir             = "drill-dir"
+	flagCheckRev             = "check-revision"
 )
 
 // BindFlags binds cfg to the subcommand's flags; S3 is set when
@@ -50,6 +52,9 @@ func BindFlags(fs *pflag.FlagSet, cfg *Config, s3 *S3) {
 	fs.StringVar(&cfg.CAFile, flagCAFile, "", "CA bundle that verifies the members' serving certificates")
 	fs.StringVar(&cfg.CertFile, flagCertFile, "", "client certificate for etcd (mTLS)")
 	fs.StringVar(&cfg.KeyFile, flagKeyFile, "", "client key for etcd (mTLS)")
+	de := DefaultEtcdLimits()
+	fs.DurationVar(&cfg.Etcd.DialTimeout, flagEtcdDialTimeout, de.DialTimeout, "longest wait for a connection to a member: TCP, TLS and etcd's acceptance of the client certificate")
+	fs.DurationVar(&cfg.Etcd.FirstByteTimeout, flagEtcdFirstByteTimeout, de.FirstByteTimeout, "longest wait for etcd's first answer once connected: the revision read, the snapshot stream's first chunk")
 	fs.StringVar(&cfg.File, flagFile, "", "store the snapshot in this file (on a mounted PVC)")
 	fs.StringVar(&s3.Endpoint, flagS3Endpoint, "", "store the snapshot in this S3-compatible store (http(s)://host[:port])")
 	BindS3Flags(fs, s3)
@@ -117,6 +122,7 @@ func Args(cfg Config) []string {
 	opt(flagCAFile, cfg.CAFile)
 	opt(flagCertFile, cfg.CertFile)
 	opt(flagKeyFile, cfg.KeyFile)
+	args = append(args, cfg.Etcd.args()...)
 	opt(flagFile, cfg.File)
 	if s := cfg.S3; s != nil {
 		args = append(args, S3Args(*s)...)

@@ -31,8 +31,14 @@ func TestS3LimitsDefaultWhenNotWritten(t *testing.T) {
 	if err := fs.Parse(agent.Args(agent.Config{S3: &s3})); err != nil {
 		t.Fatal(err)
 	}
-	if gotS3.Limits != agent.DefaultS3Limits() {
-		t.Errorf("limits %+v, want the defaults %+v", gotS3.Limits, agent.DefaultS3Limits())
+	// The etcd limits are the run's (--etcd-*), not the location's.
+	want := agent.DefaultS3Limits()
+	want.EtcdLimits = agent.EtcdLimits{}
+	if gotS3.Limits != want {
+		t.Errorf("limits %+v, want the defaults %+v", gotS3.Limits, want)
+	}
+	if got.Etcd != agent.DefaultEtcdLimits() {
+		t.Errorf("etcd limits %+v, want the defaults %+v", got.Etcd, agent.DefaultEtcdLimits())
 	}
 }
 
@@ -41,7 +47,7 @@ func TestS3LimitsDefaultWhenNotWritten(t *testing.T) {
 func TestArgsRoundTrip(t *testing.T) {
 	s3 := s3WithEverything()
 	want := agent.Config{Endpoints: []string{"https://a:2379", "https://b:2379"}, CAFile: "/ca", CertFile: "/c", KeyFile: "/k",
-		S3: &s3, PartSize: 6 << 20, Timeout: 7 * time.Minute, TerminationMessagePath: "/dev/termination-log",
+		Etcd: agent.EtcdLimits{DialTimeout: 2 * time.Second, FirstByteTimeout: 3 * time.Second}, S3: &s3, PartSize: 6 << 20, Timeout: 7 * time.Minute, TerminationMessagePath: "/dev/termination-log",
 		CheckSHA256: "ab", CheckSize: 12, ETag: `"e"`, DrillDir: "/drill", CheckRevision: 41}
 	fs := pflag.NewFlagSet("snapshot-agent", pflag.ContinueOnError)
 	var got agent.Config

@@ -43,18 +43,23 @@ const (
 // S3Limits are the per-stage limits of every transfer with object
 // storage. Their tags make them the manager's settings snapshotAgent.*
 // (fleet/settings), which the controller passes into every agent Job as
-// the flags below; zero fields take the defaults above.
+// the flags below; zero fields take the defaults above. EtcdLimits ride
+// along, as the same group of settings, but reach the agent as its own
+// --etcd-* flags (Config.Etcd), not as part of a location: the S3 flags
+// (S3Args, BindS3Flags) leave them out.
 type S3Limits struct {
 	ConnectTimeout   time.Duration `mapstructure:"connectTimeout" flag:"snapshot-agent-s3-connect-timeout" help:"Longest the snapshot agent waits to connect to the object store, TCP and TLS together (its --s3-connect-timeout); a store that never completes a connection fails the snapshot with 's3 connect' in its error."`
 	FirstByteTimeout time.Duration `mapstructure:"firstByteTimeout" flag:"snapshot-agent-s3-first-byte-timeout" help:"Longest the snapshot agent waits for the object store's response headers once a request is sent (its --s3-first-byte-timeout); a store that takes requests and never answers fails the snapshot with 's3 first byte' in its error."`
 	MinThroughput    int           `mapstructure:"minThroughput" flag:"snapshot-agent-s3-min-throughput" help:"Throughput floor of the snapshot agent's transfers with the object store, in bytes per second over throughputWindow (its --s3-min-throughput); a slower transfer fails the snapshot with 's3 throughput' in its error."`
 	ThroughputWindow time.Duration `mapstructure:"throughputWindow" flag:"snapshot-agent-s3-throughput-window" help:"Window over which minThroughput is measured (its --s3-throughput-window)."`
+
+	EtcdLimits `mapstructure:",squash"`
 }
 
 // DefaultS3Limits are the Default* limits above.
 func DefaultS3Limits() S3Limits {
 	return S3Limits{ConnectTimeout: DefaultS3ConnectTimeout, FirstByteTimeout: DefaultS3FirstByteTimeout,
-		MinThroughput: DefaultS3MinThroughput, ThroughputWindow: DefaultS3ThroughputWindow}
+		MinThroughput: DefaultS3MinThroughput, ThroughputWindow: DefaultS3ThroughputWindow, EtcdLimits: DefaultEtcdLimits()}
 }
 
 // Validate refuses limits that would fail every transfer, naming the
@@ -62,6 +67,9 @@ func DefaultS3Limits() S3Limits {
 func (l S3Limits) Validate() error {
 	if l.ConnectTimeout <= 0 || l.FirstByteTimeout <= 0 || l.ThroughputWindow <= 0 || l.MinThroughput < 1 {
 		return errors.New("snapshotAgent.connectTimeout, firstByteTimeout and throughputWindow must be > 0 and snapshotAgent.minThroughput at least 1 byte/s")
+	}
+	if l.EtcdLimits.DialTimeout <= 0 || l.EtcdLimits.FirstByteTimeout <= 0 {
+		return errors.New("snapshotAgent.etcdDialTimeout and etcdFirstByteTimeout must be > 0")
 	}
 	return nil
 }

@@ -110,6 +110,10 @@ var _ = Describe("a TLS EtcdCluster", Ordered, func() {
 			"etcd no longer trusts the old CA")
 		ca = next
 	}, SpecTimeout(5*time.Minute))
+
+	It("is snapshotted over mTLS and restored into a new TLS cluster", func(ctx SpecContext) {
+		backupAndRestoreTLS(ctx, cluster, ns, name, ca)
+	}, SpecTimeout(3*time.Minute))
 })
 
 // rollWatch records a TLS roll from the apiserver's side: the Pods'
