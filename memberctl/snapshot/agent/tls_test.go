@@ -185,9 +185,10 @@ func TestUploadsAskForServerSideEncryption(t *testing.T) {
 		if uploads == 0 || reads == 0 {
 			t.Errorf("%s: want the key's check (HEAD) and the upload through the proxy, got %q (err %v)", tc.sse, rec.requests(), err)
 		}
-		// The sandbox's SeaweedFS has no SSE key or KMS configured and
-		// answers such an upload with an internal error (err): the
-		// headers the agent sent are what this test proves, not the
-		// store's encryption.
+		// The sandbox's SeaweedFS has an SSE-S3 key (objstore.EnvSSEKey)
+		// but no KMS, so the SSE-KMS upload ends in an internal error
+		// (err): the headers the agent sent are what this test proves;
+		// the store's encryption is shown by test/sandbox/objstore and
+		// test/e2e/pacing/sse_test.go.
 	}
 }

@@ -4,8 +4,15 @@
 // one-member etcd, storing snapshots to real object storage (SeaweedFS),
 // and the fair share of them: the per-cluster cap and the agent's stage
 // limits keep a cluster whose endpoint stalls from holding up the others
-// (fair_slots_test.go). What it asserts is read from the workload
-// apiservers' side.
+// (fair_slots_test.go). The same fleet shows the backups of ten
+// EtcdClusters of one name and namespace, configured alike (one bucket,
+// one prefix, one cron), staying each cluster's own through rounds and
+// retention and restoring each cluster's own keys (own_backups_test.go),
+// SSE-S3 objects (sse_test.go) and an old-layout object restored from a
+// copy (legacy_layout_test.go). Every workload cluster is registered by
+// ctl.Register, so its admission policies (the workload chart's) enforce
+// throughout. What it asserts is read from the workload apiservers' side
+// and from the object store.
 package pacing_test
 
 import (

@@ -20,7 +20,12 @@
 //
 // One `weed server -filer -s3` process runs the master, a volume server,
 // the filer and the S3 gateway, the lightest of weed's layouts that serves
-// S3 (`weed mini` adds an admin UI, WebDAV and maintenance workers). Every
+// S3 (`weed mini` adds an admin UI, WebDAV and maintenance workers). SSE-S3
+// is on: weed gets a fixed secret in WEED_S3_SSE_KEY (its setting
+// s3.sse.key; EnvSSEKey), so an upload with x-amz-server-side-encryption:
+// AES256 is stored encrypted and a HEAD or GET of it reports AES256, as on
+// AWS; uploads without the header stay unencrypted. SSE-KMS is not
+// configured (no KMS), and weed refuses such uploads. Every
 // port, gRPC ones included, is a free loopback port chosen at start, so
 // several servers can run at once; telemetry is off. The process dies with
 // the test binary (package proc).

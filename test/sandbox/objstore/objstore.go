@@ -29,6 +29,16 @@ const EnvBinary = "SEAWEEDFS_BINARY"
 // 5-15 s on a loaded 2-core machine).
 const startTimeout = 2 * time.Minute
 
+// EnvSSEKey is weed's setting s3.sse.key as an environment variable: a
+// secret from which the S3 gateway derives its SSE-S3 key (HKDF-SHA256).
+// Without it, weed answers an upload that asks for SSE-S3
+// (x-amz-server-side-encryption: AES256) with an internal error.
+const EnvSSEKey = "WEED_S3_SSE_KEY"
+
+// sseKey is every sandbox store's SSE-S3 secret: a test store's
+// encryption protects nothing, it only has to be real.
+const sseKey = "etcdfleet-sandbox-sse-s3"
+
 // IP is the loopback address every port binds. Not 127.0.0.1: the
 // simulated kubelet rewrites that address in container arguments to the
 // Pod's IP, and the snapshot agent gets the endpoint as an argument.
@@ -133,6 +143,9 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 		// The Iceberg and Lance endpoints are unused here.
 		"-s3.port.iceberg=0", "-s3.port.lance=0"}, tlsArgs...)...)
 	cmd.Dir = dir
+	// SSE-S3 on: objects uploaded with x-amz-server-side-encryption: AES256
+	// are stored encrypted and read back decrypted; others stay plain.
+	cmd.Env = append(os.Environ(), EnvSSEKey+"="+sseKey)
 	cmd.Stdout, cmd.Stderr = log, log
 	if s.p, err = proc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("objstore: start weed: %w", err)
