@@ -52,6 +52,7 @@ type Fleet struct {
 	Rollouts  *limiter.Rollouts
 	Dashboard *dashboard.Writer
 	registry  *registry
+	replica   string       // this replica's name (replicaID)
 	sharding  *sharding    // nil unless sharding.enabled (shard.go)
 	shares    *shareKeeper // likewise
 }
@@ -123,6 +124,12 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 	}
 	f.sharding = sh
 	po := providerOptions(c, f.onChange)
+	id, err := replicaID(c)
+	if err != nil {
+		return err
+	}
+	f.replica = id
+	po.UserAgent = func(purpose string) string { return UserAgent(purpose, id) }
 	po.RecordedClaims = func(ctx context.Context, id string) ([]string, error) {
 		return dashboard.RecordedClaims(ctx, f.Manager.GetLocalManager().GetClient(), c.Namespace, id)
 	}
@@ -180,7 +187,7 @@ func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.Type
 	}
 	// Opted-in registrations renew their own tokens before expiry (the
 	// leader mints; each registration and cluster opts in apart).
-	rot := rotation.New(local.GetClient(), rotation.Options{Namespace: c.Namespace,
+	rot := rotation.New(local.GetClient(), rotation.Options{Namespace: c.Namespace, UserAgent: UserAgent(RotationPurpose, f.replica),
 		Recorder: local.GetEventRecorderFor("etcdfleet-token-rotation"), SkipNameValidation: skipNameValidation})
 	if err := rot.SetupWithManager(local); err != nil {
 		return err

@@ -57,7 +57,13 @@ type Options struct {
 	Policy Policy
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
+	// UserAgent of the workload calls (default DefaultUserAgent); the
+	// fleet puts its replica's name in it.
+	UserAgent string
 }
+
+// DefaultUserAgent names the rotation's workload calls by default.
+const DefaultUserAgent = "etcdfleet-manager/token-rotation"
 
 func (o Options) withDefaults() Options {
 	if o.Now == nil {
@@ -65,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
 	}
 	return o
 }
@@ -189,7 +198,7 @@ func (r *Rotator) rotate(ctx context.Context, kc []byte, tok Token) ([]byte, tim
 		return nil, time.Time{}, err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "etcdfleet-manager/token-rotation"
+	cfg.UserAgent = r.opts.UserAgent
 	cfg.Timeout = r.opts.Timeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -240,7 +240,7 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 	// against a server that accepts connections but never answers. The
 	// cache's watches do without it (cacheHTTPClient).
 	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
-	cfg.UserAgent = userAgent("controllers")
+	cfg.UserAgent = o.UserAgent(PurposeControllers)
 	cfg.Wrap(bud.wrap) // before any copy: every client of the cluster is capped
 	if o.Prepare != nil {
 		pctx, cancel := context.WithTimeout(actx, o.PreflightTimeout)
@@ -250,7 +250,7 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 			return nil, classify(err, "prepare", red)
 		}
 	}
-	rights, ccfg, err := newRightsWatch(cfg, spec.namespaces)
+	rights, ccfg, err := newRightsWatch(cfg, spec.namespaces, o.UserAgent(PurposeAccessReview))
 	if err != nil {
 		return nil, classify(err, "access check client", red)
 	}
@@ -276,7 +276,7 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 			return nil, classify(err, fmt.Sprintf("index field %q", ix.field), red)
 		}
 	}
-	probe, err := probeClient(cfg, o.ProbeTimeout)
+	probe, err := probeClient(cfg, o.ProbeTimeout, o.UserAgent(PurposeProbe))
 	if err != nil {
 		return nil, classify(err, "probe client", red)
 	}

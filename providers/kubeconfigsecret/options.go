@@ -220,6 +220,15 @@ type Options struct {
 	// nothing and fails nothing.
 	Unwatched func(ctx context.Context, cfg *rest.Config, namespaces []string) ([]string, error)
 
+	// UserAgent names each request to a workload cluster by its purpose
+	// (PurposeControllers, PurposePreflight, PurposeProbe,
+	// PurposeAccessReview), so that the cluster's audit log tells who sent
+	// it and why; Prepare, Identify, Constraint and Unwatched get configs
+	// named PurposeControllers. A caller running several replicas puts the
+	// replica's name in it, so that the audit log says which replica
+	// reached the cluster. Default DefaultUserAgent.
+	UserAgent func(purpose string) string
+
 	// Prepare, if set, runs before pre-flight with the cluster's config,
 	// bounded by PreflightTimeout; an error is reported like a pre-flight
 	// failure and retried. The manager uses it to install the workload CRDs
@@ -279,6 +288,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Backoff.Steps == 0 {
 		o.Backoff.Steps = math.MaxInt32
+	}
+	if o.UserAgent == nil {
+		o.UserAgent = DefaultUserAgent
 	}
 	if o.Scheme == nil {
 		o.Scheme = clientgoscheme.Scheme
