@@ -136,6 +136,12 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 	if sh != nil {
 		po.Ownership = sh.coord
 	}
+	claims, err := client.New(restCfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return err
+	}
+	po.Claims = &claimStore{c: claims, ns: c.Namespace, sharded: sh != nil, now: time.Now,
+		r: func() client.Reader { return f.Manager.GetLocalManager().GetClient() }}
 	p, err := kubeconfigsecret.New(po)
 	if err != nil {
 		return err

@@ -210,6 +210,13 @@ type Options struct {
 	// Secret (IdentityAnnotation), else the oldest. An error fails the
 	// pre-flight, which is retried. Nil: what this process has seen.
 	RecordedClaims func(ctx context.Context, id string) ([]string, error)
+	// Claims, if set with Identify, makes the claims exclusive across
+	// replicas (ClaimStore): a Secret that ranks first engages only once it
+	// holds its identity's claim, and is refused with
+	// ReasonDuplicateCluster while another Secret holds it. Without it, two
+	// Secrets for one cluster that two replicas connect before either
+	// recorded its claim both engage until the next rights re-check.
+	Claims ClaimStore
 
 	// Unwatched, if set, returns for a namespaced registration the other
 	// namespaces of the cluster that hold objects the controllers would
