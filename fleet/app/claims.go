@@ -24,7 +24,7 @@ import (
 // namespace; the holder is the registration Secret's name, and the
 // annotation keeps the identity itself for whoever reads it.
 const (
-	claimPrefix           = "etcdfleet-claim-"
+	claimPrefix             = "etcdfleet-claim-"
 	claimIdentityAnnotation = "fleet.etcdfleet.io/cluster-id"
 )
 
