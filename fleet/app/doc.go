@@ -77,10 +77,10 @@
 // The sharding e2e (test/e2e/fleet, shard_fences_test.go) reads the
 // workload apiservers' audit logs and checks every such request against
 // the fence Leases' history, through kills, graceful stops and rejoins:
-// each arrived while its sender held the fence. The exception is the
-// token rotation (fleet/rotation), a leader-elected controller: the
-// leader mints the next token of a registration whichever replica owns
-// its cluster, one TokenRequest per rotation, named "token-rotation".
+// each arrived while its sender held the fence. The token rotation
+// (fleet/rotation), leader-elected without sharding, runs on every replica
+// when sharded and rotates only the registrations whose cluster this
+// replica owns (rotation.Options.Owns), so it is no exception.
 //
 // # Duplicate registrations across replicas
 //

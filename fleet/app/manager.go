@@ -192,9 +192,16 @@ func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.Type
 		return err
 	}
 	// Opted-in registrations renew their own tokens before expiry (the
-	// leader mints; each registration and cluster opts in apart).
-	rot := rotation.New(local.GetClient(), rotation.Options{Namespace: c.Namespace, UserAgent: UserAgent(RotationPurpose, f.replica),
-		Recorder: local.GetEventRecorderFor("etcdfleet-token-rotation"), SkipNameValidation: skipNameValidation})
+	// leader mints, or sharded the cluster's owner; each registration and
+	// cluster opts in apart).
+	ro := rotation.Options{Namespace: c.Namespace, UserAgent: UserAgent(RotationPurpose, f.replica),
+		Recorder: local.GetEventRecorderFor("etcdfleet-token-rotation"), SkipNameValidation: skipNameValidation}
+	if f.sharding != nil {
+		// The replica that owns the cluster rotates, so that no replica
+		// reaches a cluster it does not own (see the package doc).
+		ro.Owns = func(name string) bool { st, ok := f.Provider.State(name); return ok && st.Owned }
+	}
+	rot := rotation.New(local.GetClient(), ro)
 	if err := rot.SetupWithManager(local); err != nil {
 		return err
 	}
