@@ -85,11 +85,11 @@ func duplicateOnAnotherReplica(ctx context.Context, ms []*managerProcess, w stri
 // registered again as before. The two names are added to reaches[w].
 func racingDuplicates(ctx context.Context, ms []*managerProcess, w string, reaches map[string][]string) {
 	GinkgoHelper()
-	By("deregistering " + w + " and waiting until its claim is released")
+	By("deregistering " + w + " and waiting until it is disengaged and its claim released")
 	deleteSecret(ctx, w)
 	Eventually(func() string { return engagedBy(ms, w) }).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty())
 	Eventually(func(g Gomega) { g.Expect(claimHolders(ctx, g)).NotTo(ContainElement(w)) }).
-		WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "the replica that ran %s released its claim", w)
 	a := nameOwnedBy(ms, w+"-a", func(o string) bool { return o != "" })
 	b := nameOwnedBy(ms, w+"-b", func(o string) bool { return o != "" && o != hrwOwner(ms, a) })
 	reaches[w] = append(reaches[w], a, b)

@@ -39,10 +39,13 @@ func shardFenceSpecs() {
 			// duplicates registered meanwhile.
 			reaches = map[string][]string{}
 		)
+		// Every process lives until the container ends, whichever spec
+		// started it (a DeferCleanup in a spec would end it with the spec).
+		var started []*managerProcess
 		start := func(ctx context.Context, id string) *managerProcess {
 			m := startManagerProcess(ctx, bin, id, true, "--shard", "--shard-replica-id="+id,
 				"--shard-lease-duration="+shardLease.String(), "--shard-sync-interval="+shardSync.String())
-			DeferCleanup(m.Kill)
+			started = append(started, m)
 			return m
 		}
 		BeforeAll(func(ctx SpecContext) {
@@ -51,6 +54,11 @@ func shardFenceSpecs() {
 			}
 			stopSuiteManager()
 			bin = buildManager(ctx)
+			DeferCleanup(func() {
+				for _, m := range started {
+					m.Kill()
+				}
+			})
 			for _, w := range workloads {
 				reaches[w] = []string{w}
 			}
