@@ -110,7 +110,8 @@ func shardFenceSpecs() {
 			time.Sleep(time.Second)
 			now := time.Now()
 			n := expectFencedRequests(fences.tenures(now), reaches, from, now)
-			AddReportEntry("fenced requests", n)
+			load, _ := os.ReadFile("/proc/loadavg")
+			AddReportEntry("fenced requests", n+"; load average "+strings.Join(strings.Fields(string(load))[:3], " "))
 		}, SpecTimeout(2*time.Minute))
 	})
 }
