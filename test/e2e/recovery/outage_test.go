@@ -146,14 +146,20 @@ func startMemoryBeside(ctx context.Context, c client.Client, pvcNodes map[string
 	return evictee{ns: memNS, name: lost[0], uid: e2eutil.Pod(ctx, c, memNS, lost[0]).UID}, ids
 }
 
-// startLoneMemory starts a one-member memory cluster after the others:
-// every Node then runs a Pod, and the kubelet binds it to the first Node
-// with one, a PVC member's, which the outage powers off. All its members
-// are lost.
+// startLoneMemory starts a one-member memory cluster on a PVC member's
+// Node (required node affinity, which the sandbox honours), which the
+// outage powers off. All its members are lost.
 func startLoneMemory(ctx context.Context, c client.Client, pvcNodes map[string]string) evictee {
 	GinkgoHelper()
 	sb.Namespace(ctx, cluster, loneNS)
 	ec := e2eutil.NewEtcdCluster(loneNS, loneName, 1, true)
+	// On a PVC member's Node, which the outage powers off: the sandbox
+	// binds by Pod counts otherwise, and a Pod left by an earlier spec
+	// once sent it to a Node that stays up.
+	ec.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn,
+				Values: slices.Sorted(maps.Values(pvcNodes))}}}}}}}
 	Expect(c.Create(ctx, ec)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(c.Delete(ctx, ec))).To(Succeed()) })
 	e2eutil.WaitAvailable(ctx, c, loneNS, loneName, 2*time.Minute)

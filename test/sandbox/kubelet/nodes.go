@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,7 +147,7 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 	}
 	var candidates []score
 	for _, n := range k.NodeNames() {
-		if k.nodeUp(n) {
+		if k.nodeUp(n) && hostnameAllowed(pod, n) {
 			candidates = append(candidates, score{name: n})
 		}
 	}
@@ -193,4 +194,29 @@ func (k *Kubelet) schedule(ctx context.Context, pod *corev1.Pod) error {
 		k.assumed[pod.UID] = candidates[0].name
 	}
 	return err
+}
+
+// hostnameAllowed reports whether pod may run on Node name by the one
+// placement rule the sandbox honours: a required node affinity on
+// kubernetes.io/hostname (operator In; any term may match), which tests
+// use to put a Pod on a Node of their choice. Every other rule is
+// ignored, as before.
+func hostnameAllowed(pod *corev1.Pod, name string) bool {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return true
+	}
+	restricted := false
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key != corev1.LabelHostname || e.Operator != corev1.NodeSelectorOpIn {
+				continue
+			}
+			restricted = true
+			if slices.Contains(e.Values, name) {
+				return true
+			}
+		}
+	}
+	return !restricted
 }
