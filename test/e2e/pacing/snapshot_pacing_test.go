@@ -249,10 +249,11 @@ func expectPaced(l *runLog, waited int) {
 	AddReportEntry("snapshots running at once, at most", peak)
 	Expect(len(l.start)).To(BeNumerically(">=", workloadCount), "a snapshot Pod per cluster")
 	Expect(peak).To(BeNumerically("<=", maxConcurrent), "the fleet ran more snapshots at once than snapshots.maxConcurrent")
-	// The limit was reached if some snapshot's status said it waited for a
-	// slot and maxConcurrent ran at once; a run that stayed under the
-	// limit throughout proves nothing and fails. (The slow endpoint holds
-	// every Pod long enough for both, every run.)
-	Expect(waited).To(BeNumerically(">", 0), "no snapshot ever waited for a slot: the limit was never reached")
-	Expect(peak).To(Equal(maxConcurrent), "at most %d of %d snapshots ran at once: the limit was never reached", peak, maxConcurrent)
+	// The limit was reached if some snapshot's status said it waited for
+	// a slot, or if maxConcurrent ran at once; a run that stayed under the
+	// limit throughout proves nothing and fails. (Scheduled asks can
+	// spread over more than the slow endpoint's hold, so that none waits:
+	// CI once saw that, which is why either suffices.)
+	Expect(waited > 0 || peak == maxConcurrent).To(BeTrue(),
+		"no snapshot waited for a slot and at most %d of %d ran at once: the limit was never reached", peak, maxConcurrent)
 }
