@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,25 @@ func etcdClusterOf(w, pod string) string {
 	return w + "/" + pod
 }
 
+// quorumLost maps each etcd cluster of workload cluster w (named as
+// etcdClusterOf does) to when it lost quorum as its apiserver saw it: the
+// second of its three Pods first seen terminal.
+func quorumLost(w string, l *e2eutil.PodLog) map[string]time.Time {
+	terminal := map[string][]time.Time{}
+	for _, e := range l.FirstTerminal() {
+		ec := etcdClusterOf(w, e.Name)
+		terminal[ec] = append(terminal[ec], e.At)
+	}
+	out := map[string]time.Time{}
+	for ec, ts := range terminal {
+		if len(ts) >= 2 {
+			slices.SortFunc(ts, time.Time.Compare)
+			out[ec] = ts[1]
+		}
+	}
+	return out
+}
+
 // quorumOrderViolations checks, from the apiservers' side, that the fleet
 // restored quorums first: once an etcd cluster had lost quorum (the
 // second of its three Pods seen terminal) and a member of it had asked
@@ -34,16 +54,7 @@ func etcdClusterOf(w, pod string) string {
 func quorumOrderViolations(ds []podDelete, logs map[string]*e2eutil.PodLog, asks map[string]map[string]time.Time) []string {
 	lost := map[string]time.Time{} // etcd cluster -> quorum lost
 	for w, l := range logs {
-		terminal := map[string][]time.Time{}
-		for _, e := range l.FirstTerminal() {
-			terminal[etcdClusterOf(w, e.Name)] = append(terminal[etcdClusterOf(w, e.Name)], e.At)
-		}
-		for ec, ts := range terminal {
-			if len(ts) >= 2 {
-				slices.SortFunc(ts, time.Time.Compare)
-				lost[ec] = ts[1]
-			}
-		}
+		maps.Copy(lost, quorumLost(w, l))
 	}
 	type step struct {
 		podDelete

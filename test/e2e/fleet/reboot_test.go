@@ -2,8 +2,6 @@ package fleet_test
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -201,24 +199,13 @@ func rebootSpecs() {
 }
 
 // quorumLostAt is when the first of a workload cluster's etcd clusters
-// lost quorum as its apiserver saw it: the second of its three Pods first
-// seen terminal. Pods are named <etcd cluster>-<suffix>.
+// lost quorum as its apiserver saw it (see quorumLost).
 func quorumLostAt(l *e2eutil.PodLog) time.Time {
-	terminal := map[string][]time.Time{}
-	for _, e := range l.FirstTerminal() {
-		if i := strings.LastIndex(e.Name, "-"); i > 0 {
-			terminal[e.Name[:i]] = append(terminal[e.Name[:i]], e.At)
+	var first time.Time
+	for _, at := range quorumLost("", l) {
+		if first.IsZero() || at.Before(first) {
+			first = at
 		}
 	}
-	var lost time.Time
-	for _, ts := range terminal {
-		if len(ts) < 2 {
-			continue
-		}
-		slices.SortFunc(ts, time.Time.Compare)
-		if lost.IsZero() || ts[1].Before(lost) {
-			lost = ts[1]
-		}
-	}
-	return lost
+	return first
 }

@@ -18,7 +18,7 @@ import (
 // asked within a second or two could run one after the other without
 // ever reaching snapshots.maxConcurrent (CI once saw at most 1 of 3 at
 // once): a pacing check that proves nothing. Held this long, every Pod
-// outlives the spread of the asks, and the limit is reached every run.
+// outlives the spread of asks made together, so the limit is reached.
 // It stays well below the agent's 5 s connect and first-byte limits.
 const slowS3Delay = 2 * time.Second
 
