@@ -331,6 +331,41 @@ var _ = Describe("replacement caps", func() {
 		Expect(h.events.with("ReplacementsExhausted")).To(ConsistOf(HavePrefix("EtcdMember/ec-0 Warning")))
 	})
 
+	It("lets replace-now lift the cap but never the shared gate: a throttled try spends no value, a granted one spends it once", func() {
+		h := newHarness("", 3)
+		for i := 0; i < int(testPolicy.Cap); i++ {
+			terminalPodKind.fault(h)
+			h.reconcile("ec-0")
+			h.reconcile("ec-0") // recreates the Pod
+			h.now = h.now.Add(testPolicy.MaxBackoff)
+		}
+		terminalPodKind.fault(h)
+		h.reconcile("ec-0")
+		Expect(meta.IsStatusConditionTrue(h.member("ec-0").Status.Conditions, v1alpha1.ConditionReplacementsExhausted)).To(BeTrue())
+
+		m := h.member("ec-0")
+		m.Annotations = map[string]string{v1alpha1.AnnotationReplaceNow: "try-1"}
+		Expect(k8sClient.Update(context.Background(), m)).To(Succeed())
+		h.gate.delay = 2
+		for range 2 {
+			h.reconcile("ec-0")
+			Expect(h.pod("ec-0")).NotTo(BeNil(), "replace-now does not pass the gate")
+			Expect(readyMessage(h.member("ec-0"))).To(ContainSubstring("waiting for the shared replacement rate limiter"))
+			Expect(h.member("ec-0").Status.Replacement.ReplaceNowHandled).To(BeEmpty(), "a throttled try spends no value")
+		}
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0")).To(BeNil(), "granted: the one replacement the value allows")
+		Expect(h.member("ec-0").Status.Replacement.ReplaceNowHandled).To(Equal("try-1"))
+		Expect(h.gate.requests[len(h.gate.requests)-1].Action).To(Equal(gate.TerminalPodDelete))
+
+		h.reconcile("ec-0") // recreates the Pod
+		h.now = h.now.Add(testPolicy.MaxBackoff)
+		terminalPodKind.fault(h)
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0")).NotTo(BeNil(), "one replacement per value: the cap holds again")
+		Expect(meta.IsStatusConditionTrue(h.member("ec-0").Status.Conditions, v1alpha1.ConditionReplacementsExhausted)).To(BeTrue())
+	})
+
 	DescribeTable("caps the replacements that remove members per EtcdCluster, with ReplacementsExhausted and an Event on it",
 		func(k kind, fault func(h *harness, name string)) {
 			h := newHarness(k.medium, 5)

@@ -98,6 +98,7 @@ func run(ctx context.Context, out io.Writer, o Options, res *Result) error {
 		return err
 	}
 	defer func() { res.Views = d.views }()
+	defer d.closeProbes() // before f.Stop: the probes port-forward through it
 	if o.SandboxOnly {
 		return d.keep(ctx)
 	}

@@ -10,10 +10,10 @@
 // # The live view
 //
 // One row per EtcdCluster, computed from its Pods as the apiserver has them
-// and its status, never from status alone (which lags the Pods by a
+// and from etcd, never from EtcdCluster status (which lags both by a
 // reconcile): a cluster is down from its first terminal Pod until every
-// member's Pod is Ready again and the operator finds etcd Available
-// (viewOf). On a terminal the view is one table redrawn in place; in a
+// member's Pod is Ready again and every member answers etcd's Status under
+// one leader, asked through port-forward (viewOf, etcdProbe). On a terminal the view is one table redrawn in place; in a
 // pipe or a CI log it is one line per change.
 //
 // # The picture

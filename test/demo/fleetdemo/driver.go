@@ -31,6 +31,7 @@ type driver struct {
 	out            io.Writer
 	workloads      []*sandbox.Cluster
 	clients        map[string]client.Client
+	probes         map[string]*etcdProbe // by workload cluster
 	fleet          *app.Fleet
 	mgmtKubeconfig string
 	recs           map[string]*recording // by workload cluster, from before the reboot
@@ -41,7 +42,7 @@ type driver struct {
 }
 
 func newDriver(f *sandbox.Fleet, o Options, out io.Writer) (*driver, error) {
-	d := &driver{f: f, o: o, out: out, clients: map[string]client.Client{}, view: newLiveView(out), wasHealthy: map[string]bool{}, listErr: map[string]string{}}
+	d := &driver{f: f, o: o, out: out, clients: map[string]client.Client{}, probes: map[string]*etcdProbe{}, view: newLiveView(out), wasHealthy: map[string]bool{}, listErr: map[string]string{}}
 	for _, c := range f.Clusters() {
 		if c.Name == "mgmt" {
 			continue
@@ -52,9 +53,17 @@ func newDriver(f *sandbox.Fleet, o Options, out io.Writer) (*driver, error) {
 			return nil, err
 		}
 		d.clients[c.Name] = cl
+		d.probes[c.Name] = newEtcdProbe(c.Config, cl, etcdNamespace)
 	}
 	d.mgmtKubeconfig = filepath.Join(f.Dir, "mgmt.kubeconfig")
 	return d, os.WriteFile(d.mgmtKubeconfig, f.Cluster("mgmt").Kubeconfig, 0o600)
+}
+
+// closeProbes closes the live view's etcd clients.
+func (d *driver) closeProbes() {
+	for _, p := range d.probes {
+		p.close()
+	}
 }
 
 func (d *driver) etcdName(i int) string { return fmt.Sprintf("etcd-%c", 'a'+i) }
@@ -107,7 +116,10 @@ func (d *driver) observe(ctx context.Context, phase string) ([]clusterView, bool
 			continue
 		}
 		delete(d.listErr, w.Name)
-		rows := viewOf(w.Name, list.Items, pods.Items, d.wasHealthy)
+		probe := d.probes[w.Name]
+		rows := viewOf(w.Name, list.Items, pods.Items, d.wasHealthy, func(cluster string, want int32) bool {
+			return probe.whole(ctx, cluster, want)
+		})
 		d.views = append(d.views, ViewRecord{Phase: phase, Workload: w.Name, PodsRV: pods.ResourceVersion, Rows: rows})
 		healthyN := 0
 		for _, r := range rows {

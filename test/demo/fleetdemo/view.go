@@ -12,15 +12,14 @@ import (
 
 	etcdv1 "github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
-	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 )
 
 // health is what the live view says of one EtcdCluster.
 type health string
 
 const (
-	// healthy: every member's Pod Ready, none terminal, and the
-	// EtcdCluster's status Available.
+	// healthy: every member's Pod Ready, none terminal, and etcd itself
+	// answering from every member under one leader (etcdProbe).
 	healthy health = "healthy"
 	// down: from its first terminal Pod, or the first view that finds a
 	// cluster that was healthy not healthy (a terminal Pod can be replaced
@@ -40,14 +39,15 @@ type clusterView struct {
 }
 
 // viewOf computes the rows of one workload cluster from its EtcdClusters
-// and its Pods as the apiserver has them, in one list each. The Pods come
-// first: EtcdCluster status lags them by a reconcile, and a view read from
-// status alone showed clusters healthy while their Pods were terminal
-// (issue 27). Status still has a say (a cluster whose Pods all run is not
-// healthy until the operator found etcd Available), so the view is never
-// ahead of either. wasHealthy holds the clusters ever seen healthy; it is
+// and its Pods as the apiserver has them, in one list each, and from etcd.
+// The Pods come first: EtcdCluster status lags them by a reconcile, and a
+// view read from status showed clusters healthy while their Pods were
+// terminal (issue 27). etcd has the last word: a cluster whose Pods are all
+// Ready is healthy only once etcdWhole (asked for no other cluster) finds
+// every member answering under one leader. Status is read for the wanted
+// replicas only. wasHealthy holds the clusters ever seen healthy; it is
 // updated.
-func viewOf(workload string, ecs []etcdv1.EtcdCluster, pods []corev1.Pod, wasHealthy map[string]bool) []clusterView {
+func viewOf(workload string, ecs []etcdv1.EtcdCluster, pods []corev1.Pod, wasHealthy map[string]bool, etcdWhole func(cluster string, want int32) bool) []clusterView {
 	ready, terminal := map[string]int32{}, map[string]int{}
 	for i := range pods {
 		p := &pods[i]
@@ -69,7 +69,7 @@ func viewOf(workload string, ecs []etcdv1.EtcdCluster, pods []corev1.Pod, wasHea
 		}
 		r := clusterView{Name: name, Ready: min(ready[ec.Name], want), Want: want, Terminal: terminal[ec.Name]}
 		switch {
-		case r.Terminal == 0 && ready[ec.Name] >= want && e2eutil.Available(ec):
+		case r.Terminal == 0 && ready[ec.Name] >= want && etcdWhole(ec.Name, want):
 			r.State = healthy
 			wasHealthy[name] = true
 		case r.Terminal > 0 || wasHealthy[name]:

@@ -54,34 +54,46 @@ func pods(states ...string) []corev1.Pod {
 	return out
 }
 
-// TestViewOfReadsPodsNotStatus walks one cluster through a reboot as the
-// live view sees it: status that still says Available 3/3 (it lags the
-// Pods) must never make a cluster with a terminal Pod, or one that has
-// not come back whole, healthy. A view that reads status alone fails the
-// first step.
-func TestViewOfReadsPodsNotStatus(t *testing.T) {
+// TestViewOfReadsPodsAndEtcdNotStatus walks one cluster through a reboot
+// as the live view sees it. Status says Available 3/3 throughout (it lags
+// the Pods and etcd), and must never make a cluster healthy: a terminal
+// Pod makes it down, and a cluster whose Pods are all Ready is healthy
+// only when etcd says it is whole. etcd is asked only then. A view that
+// reads status fails the first step.
+func TestViewOfReadsPodsAndEtcdNotStatus(t *testing.T) {
 	wasHealthy := map[string]bool{}
 	for _, step := range []struct {
-		name      string
-		available bool
-		pods      []corev1.Pod
-		want      health
-		ready     int32
+		name  string
+		etcd  bool // what etcd says when asked
+		pods  []corev1.Pod
+		want  health
+		ready int32
+		asked bool // whether etcd is asked
 	}{
-		{"bootstrap: a member missing, status says Available", true, pods("ready", "ready"), starting, 2},
-		{"bootstrap: Pods Ready, status not yet Available", false, pods("ready", "ready", "ready"), starting, 3},
-		{"bootstrap: Available", true, pods("ready", "ready", "ready"), healthy, 3},
-		{"reboot: one Pod terminal, status still Available 3/3", true, pods("terminal", "ready", "ready"), down, 2},
-		{"every Pod terminal, status still Available 3/3", true, pods("terminal", "terminal", "terminal"), down, 0},
-		{"quorum back, one Pod pending, status Available", true, pods("ready", "ready", "pending"), down, 2},
-		{"a Ready Pod being deleted counts for nothing", true, pods("ready", "ready", "deleting"), down, 2},
-		{"every Pod Ready, status not yet Available", false, pods("ready", "ready", "ready"), down, 3},
-		{"whole again", true, pods("ready", "ready", "ready"), healthy, 3},
-		{"no terminal Pod seen, a member missing, after having been healthy", true, pods("ready", "ready"), down, 2},
+		{"bootstrap: a member missing", true, pods("ready", "ready"), starting, 2, false},
+		{"bootstrap: Pods Ready, etcd not yet whole", false, pods("ready", "ready", "ready"), starting, 3, true},
+		{"bootstrap: etcd whole", true, pods("ready", "ready", "ready"), healthy, 3, true},
+		{"reboot: one Pod terminal", true, pods("terminal", "ready", "ready"), down, 2, false},
+		{"every Pod terminal", true, pods("terminal", "terminal", "terminal"), down, 0, false},
+		{"quorum back, one Pod pending", true, pods("ready", "ready", "pending"), down, 2, false},
+		{"a Ready Pod being deleted counts for nothing", true, pods("ready", "ready", "deleting"), down, 2, false},
+		{"every Pod Ready, etcd not yet whole", false, pods("ready", "ready", "ready"), down, 3, true},
+		{"whole again", true, pods("ready", "ready", "ready"), healthy, 3, true},
+		{"no terminal Pod seen, a member missing, after having been healthy", true, pods("ready", "ready"), down, 2, false},
 	} {
-		rows := viewOf("w1", []etcdv1.EtcdCluster{cluster(step.available)}, step.pods, wasHealthy)
+		asked := false
+		rows := viewOf("w1", []etcdv1.EtcdCluster{cluster(true)}, step.pods, wasHealthy, func(c string, want int32) bool {
+			asked = true
+			if c != "etcd-a" || want != 3 {
+				t.Errorf("%s: etcd asked about %s of %d", step.name, c, want)
+			}
+			return step.etcd
+		})
 		if len(rows) != 1 || rows[0].State != step.want || rows[0].Ready != step.ready || rows[0].Name != "w1/etcd-a" {
 			t.Errorf("%s: %+v, want %s with %d ready", step.name, rows, step.want, step.ready)
+		}
+		if asked != step.asked {
+			t.Errorf("%s: etcd asked %v, want %v", step.name, asked, step.asked)
 		}
 	}
 }
