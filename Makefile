@@ -116,8 +116,8 @@ test-e2e: ## Run only the sandbox e2e suites under test/.
 	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./test/...
 
 .PHONY: test-e2e-shard
-test-e2e-shard: ## Run the sharding e2e: 3 manager replicas with --shard over 6 workload clusters (its own sandbox).
-	$(TEST_ENV) go test -count=1 -timeout 15m ./test/e2e/fleet/ -ginkgo.label-filter=shard
+test-e2e-shard: ## Run the sharding e2e: 3 manager replicas with --shard over 6 workload clusters (its own sandbox), then three more with the apiservers' audit proof of the fences and duplicate registrations across replicas.
+	$(TEST_ENV) go test -count=1 -timeout 25m ./test/e2e/fleet/ -ginkgo.label-filter=shard
 
 .PHONY: demo
 demo: ## Run the main job on a local fleet: register clusters, reboot every node, watch them heal, back them up to S3 (DEMO_ARGS=--keep leaves it up).

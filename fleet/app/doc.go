@@ -62,6 +62,62 @@
 //     that follows demand (fleet/limiter, "Following demand") and sets
 //     the snapshot slots' share by the clusters engaged here.
 //
+// # Ownership across replicas
+//
+// multicluster-runtime #172: its sharded coordinator (v0.24.1, the latest
+// release; the fix, #173, is not released) can let a replica reach
+// clusters it does not own: mcr's own wiring connects every cluster
+// before the coordinator decides, and the coordinator releases a fence
+// concurrently with cancelling the engagement it guards. etcdfleet does
+// not rely on either: the provider hands each registration to the
+// coordinator before connecting (kubeconfigsecret.Options.Ownership), so
+// a replica connects only after taking the cluster's fence, and every
+// request a replica sends a workload cluster names the replica in its
+// user agent (UserAgent: "etcdfleet-manager/<purpose> (replica <id>)").
+// The sharding e2e (test/e2e/fleet, shard_fences_test.go) reads the
+// workload apiservers' audit logs and checks every such request against
+// the fence Leases' history, through kills, graceful stops and rejoins:
+// each arrived while its sender held the fence. The token rotation
+// (fleet/rotation), leader-elected without sharding, runs on every replica
+// when sharded and rotates only the registrations whose cluster this
+// replica owns (rotation.Options.Owns), so it is no exception.
+//
+// # Duplicate registrations across replicas
+//
+// The provider decides which of several Secrets for one cluster owns it
+// by a rank every replica computes alike (vouched, then oldest) over the
+// claims recorded on the FleetClusters (dashboard.RecordedClaims). That
+// alone lets two Secrets for one cluster that two replicas connect at the
+// same moment both engage, until the next rights re-check makes the
+// second-ranked one give way: neither had seen the other's claim
+// recorded. claims.go closes that window with one claim Lease per cluster
+// identity, etcdfleet-claim-<hash>, whose holder is the Secret
+// (kubeconfigsecret.Options.Claims):
+//
+//   - A Secret engages only once it holds the claim: created if absent
+//     (Create is atomic, so of two racing replicas one wins and the other
+//     reads the winner), adopted if it already names this Secret (the
+//     replica that takes over a Secret's fence takes over its claim).
+//   - Another holder is displaced only when it can no longer be running
+//     the cluster: its Secret is gone or records another identity, and no
+//     replica holds its fence (a replica tearing it down still does).
+//   - A holder released its claim once its engagement ended (the Secret
+//     removed, outranked, reconnecting), and never on losing ownership,
+//     since the next owner runs the same Secret under the same claim.
+//   - A refused Secret records its claim, so a holder that it outranks
+//     gives way at its next rights re-check and releases; the refused one
+//     then takes the claim at its next retry.
+//
+// Why a Lease on the management cluster rather than the alternatives:
+// recording the claim and reading the others back cannot stop two
+// replicas that each read before the other wrote; a claim object on the
+// workload cluster would need write access there that the credentials do
+// not otherwise need; and a peer-Lease field would be only as current as
+// the peers' last renewal. The claim is as safe as the fences it leans on,
+// and costs one Get per connection attempt, plus a write when it changes
+// hands. Anyone who may write Leases in the registration namespace can
+// hold a claim and so refuse a registration, as they can hold a fence.
+//
 // # Isolation of clusters
 //
 // Every cluster shares the two controllers' workers (settings.Workers).

@@ -52,6 +52,7 @@ type Fleet struct {
 	Rollouts  *limiter.Rollouts
 	Dashboard *dashboard.Writer
 	registry  *registry
+	replica   string       // this replica's name (replicaID)
 	sharding  *sharding    // nil unless sharding.enabled (shard.go)
 	shares    *shareKeeper // likewise
 }
@@ -123,12 +124,24 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 	}
 	f.sharding = sh
 	po := providerOptions(c, f.onChange)
+	id, err := replicaID(c)
+	if err != nil {
+		return err
+	}
+	f.replica = id
+	po.UserAgent = func(purpose string) string { return UserAgent(purpose, id) }
 	po.RecordedClaims = func(ctx context.Context, id string) ([]string, error) {
 		return dashboard.RecordedClaims(ctx, f.Manager.GetLocalManager().GetClient(), c.Namespace, id)
 	}
 	if sh != nil {
 		po.Ownership = sh.coord
 	}
+	claims, err := client.New(restCfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return err
+	}
+	po.Claims = &claimStore{c: claims, ns: c.Namespace, sharded: sh != nil, now: time.Now,
+		r: func() client.Reader { return f.Manager.GetLocalManager().GetClient() }}
 	p, err := kubeconfigsecret.New(po)
 	if err != nil {
 		return err
@@ -179,9 +192,16 @@ func (f *Fleet) addParts(c settings.Config, grants, slotGrants <-chan event.Type
 		return err
 	}
 	// Opted-in registrations renew their own tokens before expiry (the
-	// leader mints; each registration and cluster opts in apart).
-	rot := rotation.New(local.GetClient(), rotation.Options{Namespace: c.Namespace,
-		Recorder: local.GetEventRecorderFor("etcdfleet-token-rotation"), SkipNameValidation: skipNameValidation})
+	// leader mints, or sharded the cluster's owner; each registration and
+	// cluster opts in apart).
+	ro := rotation.Options{Namespace: c.Namespace, UserAgent: UserAgent(RotationPurpose, f.replica),
+		Recorder: local.GetEventRecorderFor("etcdfleet-token-rotation"), SkipNameValidation: skipNameValidation}
+	if f.sharding != nil {
+		// The replica that owns the cluster rotates, so that no replica
+		// reaches a cluster it does not own (see the package doc).
+		ro.Owns = func(name string) bool { st, ok := f.Provider.State(name); return ok && st.Owned }
+	}
+	rot := rotation.New(local.GetClient(), ro)
 	if err := rot.SetupWithManager(local); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -49,11 +48,9 @@ func newSharding(restCfg *rest.Config, c settings.Config) (*sharding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sharding: %w", err)
 	}
-	id := c.Sharding.ReplicaID
-	if id == "" {
-		if id, err = os.Hostname(); err != nil || id == "" {
-			return nil, fmt.Errorf("sharding: no sharding.replicaID and no host name: %v", err)
-		}
+	id, err := replicaID(c)
+	if err != nil {
+		return nil, err
 	}
 	log := ctrl.Log.WithName("sharding")
 	d, every := c.Sharding.LeaseDuration, c.Sharding.SyncInterval

@@ -15,7 +15,9 @@
 //
 // # Rotating
 //
-// The Rotator, a leader-elected controller of the registration Secrets,
+// The Rotator, a leader-elected controller of the registration Secrets
+// (with Options.Owns, as the sharded fleet sets it, one on every replica,
+// each acting only on the registrations whose cluster it owns),
 // reads the registered token's claims (ParseToken: lifetime, ServiceAccount,
 // the Secret it is bound to) and asks Policy when it is due: with a third
 // of its lifetime left by default, or RotateBeforeAnnotation before expiry,

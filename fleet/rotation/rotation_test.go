@@ -175,6 +175,20 @@ var _ = Describe("token rotation", Ordered, func() {
 		Expect(tokenOf(secret(ctx))).To(Equal(tok))
 	}, SpecTimeout(2*time.Minute))
 
+	It("leaves a due rotation to the replica that owns the cluster, and looks again later", func(ctx SpecContext) {
+		mg := mgmtClient(fleet.Cluster("mgmt").Config)
+		tok := tokenOf(secret(ctx))
+		due := lifetime(tok).IssuedAt.Add(45 * time.Minute)
+		asked := []string{}
+		r := rotation.New(mg, rotation.Options{Namespace: ns, Now: func() time.Time { return due }, Recorder: record.NewFakeRecorder(10),
+			Owns: func(n string) bool { asked = append(asked, n); return false }, OwnerRecheck: 7 * time.Second})
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(asked).To(Equal([]string{name}))
+		Expect(res.RequeueAfter).To(Equal(7*time.Second), "looks again in case the cluster moves here")
+		Expect(tokenOf(secret(ctx))).To(Equal(tok), "not rotated by a replica that does not own the cluster")
+	}, SpecTimeout(2*time.Minute))
+
 	var rotated string
 	It("waits while the token is young, and rotates it before it expires when opted in", func(ctx SpecContext) {
 		mg := mgmtClient(fleet.Cluster("mgmt").Config)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +58,26 @@ type Options struct {
 	Policy Policy
 	// SkipNameValidation lets tests run several managers in one process.
 	SkipNameValidation bool
+	// UserAgent of the workload calls (default DefaultUserAgent); the
+	// fleet puts its replica's name in it.
+	UserAgent string
+	// Owns, if set, tells whether this replica runs the registration's
+	// workload cluster (sharding): the Rotator then runs on every replica,
+	// not on the leader only, and acts on a registration only where Owns
+	// is true, so a replica reaches only the clusters it owns. Elsewhere
+	// it looks again every OwnerRecheck, in case the cluster moved here.
+	Owns func(name string) bool
+	// OwnerRecheck (default DefaultOwnerRecheck): see Owns.
+	OwnerRecheck time.Duration
 }
+
+// DefaultOwnerRecheck is how often a replica that does not own an
+// opted-in registration looks again: ownership moves within seconds, and
+// a rotation is due hours ahead.
+const DefaultOwnerRecheck = 10 * time.Second
+
+// DefaultUserAgent names the rotation's workload calls by default.
+const DefaultUserAgent = "etcdfleet-manager/token-rotation"
 
 func (o Options) withDefaults() Options {
 	if o.Now == nil {
@@ -65,6 +85,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.OwnerRecheck == 0 {
+		o.OwnerRecheck = DefaultOwnerRecheck
 	}
 	return o
 }
@@ -81,7 +107,8 @@ func New(c client.Client, o Options) *Rotator { return &Rotator{c: c, opts: o.wi
 
 // SetupWithManager runs the Rotator on mgr, the management cluster's
 // manager, for the labelled Secrets of the namespace (its cache holds no
-// other Secret). It runs on the leader only, so a token is minted once.
+// other Secret). It runs on the leader only, so a token is minted once;
+// with Options.Owns on every replica, each for the registrations it owns.
 func (r *Rotator) SetupWithManager(mgr ctrl.Manager) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.opts.Namespace && o.GetLabels()[fleetv1.RegistrationLabel] == "true"
@@ -95,7 +122,8 @@ func (r *Rotator) SetupWithManager(mgr ctrl.Manager) error {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("token-rotation").
-		WithOptions(controller.Options{SkipNameValidation: &r.opts.SkipNameValidation}).
+		WithOptions(controller.Options{SkipNameValidation: &r.opts.SkipNameValidation,
+			NeedLeaderElection: ptr.To(r.opts.Owns == nil)}).
 		For(&corev1.Secret{}, builder.WithPredicates(ours)).
 		Watches(&fleetv1.FleetCluster{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(created)).
 		Complete(r)
@@ -114,6 +142,10 @@ func (r *Rotator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if s.Annotations[EnabledAnnotation] != "true" || s.DeletionTimestamp != nil {
 		forget(req.Name)
 		return ctrl.Result{}, r.clearCondition(ctx, req)
+	}
+	if r.opts.Owns != nil && !r.opts.Owns(req.Name) {
+		// Another replica runs the cluster, and rotates its token.
+		return ctrl.Result{RequeueAfter: r.opts.OwnerRecheck}, nil
 	}
 	policy := r.opts.Policy
 	if v, ok := s.Annotations[RotateBeforeAnnotation]; ok {
@@ -189,7 +221,7 @@ func (r *Rotator) rotate(ctx context.Context, kc []byte, tok Token) ([]byte, tim
 		return nil, time.Time{}, err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "etcdfleet-manager/token-rotation"
+	cfg.UserAgent = r.opts.UserAgent
 	cfg.Timeout = r.opts.Timeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -35,6 +35,9 @@ type conn struct {
 	// constraint is what the last constraint check found; only run's
 	// goroutine uses it.
 	constraint constraintState
+	// held is the identity whose exclusive claim (Options.Claims) this
+	// process took for the Secret, "" when none.
+	held string
 }
 
 // session is one engagement of a cluster; ctx is its engagement context.
@@ -142,6 +145,9 @@ func (c *conn) interrupted() outcome {
 
 func (c *conn) run() {
 	defer c.cancel()
+	// The Secret is gone or the manager stops, and nothing of the
+	// cluster runs any more here: its claim goes.
+	defer c.releaseHeld()
 	b := c.p.opts.Backoff
 	var delay time.Duration
 	for {
@@ -159,7 +165,7 @@ func (c *conn) run() {
 			t.Stop()
 			if actx.Err() != nil {
 				acancel()
-				if c.interrupted() == stopped {
+				if c.settle(c.interrupted()) == stopped {
 					return
 				}
 				b, delay = c.p.opts.Backoff, 0
@@ -172,7 +178,7 @@ func (c *conn) run() {
 			interrupted := actx.Err() != nil
 			acancel()
 			if interrupted {
-				if c.interrupted() == stopped {
+				if c.settle(c.interrupted()) == stopped {
 					return
 				}
 				b, delay = c.p.opts.Backoff, 0
@@ -194,7 +200,7 @@ func (c *conn) run() {
 		c.p.clearActive(s)
 		s.cancel()
 		acancel()
-		switch out {
+		switch c.settle(out) {
 		case stopped:
 			c.log.Info("Cluster disengaged")
 			return
@@ -212,6 +218,23 @@ func (c *conn) run() {
 			})
 		}
 	}
+}
+
+// settle does with the exclusive claim what out calls for, once the
+// attempt or engagement has ended, and returns out: another replica owns
+// the Secret now and keeps its claim; after an engagement that ended for
+// any other reason the claim is released, and taken again by the next
+// pre-flight if the Secret still ranks first (a Secret that outranks it
+// may take it meanwhile, which is the point). stopped is left to run's
+// deferred release.
+func (c *conn) settle(out outcome) outcome {
+	switch out {
+	case disowned:
+		c.forgetHeld()
+	case changed, unauthorized, disconnected, outranked:
+		c.releaseHeld()
+	}
+	return out
 }
 
 // connect runs pre-flight, builds and starts the cluster, syncs the watched
@@ -240,7 +263,7 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 	// against a server that accepts connections but never answers. The
 	// cache's watches do without it (cacheHTTPClient).
 	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
-	cfg.UserAgent = userAgent("controllers")
+	cfg.UserAgent = o.UserAgent(PurposeControllers)
 	cfg.Wrap(bud.wrap) // before any copy: every client of the cluster is capped
 	if o.Prepare != nil {
 		pctx, cancel := context.WithTimeout(actx, o.PreflightTimeout)
@@ -250,7 +273,7 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 			return nil, classify(err, "prepare", red)
 		}
 	}
-	rights, ccfg, err := newRightsWatch(cfg, spec.namespaces)
+	rights, ccfg, err := newRightsWatch(cfg, spec.namespaces, o.UserAgent(PurposeAccessReview))
 	if err != nil {
 		return nil, classify(err, "access check client", red)
 	}
@@ -276,7 +299,7 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 			return nil, classify(err, fmt.Sprintf("index field %q", ix.field), red)
 		}
 	}
-	probe, err := probeClient(cfg, o.ProbeTimeout)
+	probe, err := probeClient(cfg, o.ProbeTimeout, o.UserAgent(PurposeProbe))
 	if err != nil {
 		return nil, classify(err, "probe client", red)
 	}

@@ -45,7 +45,13 @@
 // disconnected or retrying), and an engaged Secret that a recorded owner
 // outranks gives way at its next rights re-check; when the owner is removed, or its
 // kubeconfig reaches another cluster, the refused Secrets are retried at
-// once and the first of them to pass pre-flight engages. The credentials
+// once and the first of them to pass pre-flight engages. With
+// Options.Claims (a ClaimStore shared by the replicas) the owner also
+// engages only while it holds the identity's exclusive claim, refused
+// with ReasonDuplicateCluster while another Secret holds it; it releases
+// the claim once its engagement has ended, except when another replica
+// took the Secret over, which keeps it. Requests to workload clusters
+// carry Options.UserAgent's name for their purpose. The credentials
 // then need get on the kube-system Namespace, granted cluster-wide even for
 // a namespaced registration (a RoleBinding cannot grant it): a ClusterRole
 // with resourceNames ["kube-system"] is enough, and an AccessCheck with
@@ -184,7 +190,9 @@
 // AccessRecheckInterval, as before the rules review was used. Duplicates are found within one
 // provider (one namespace) only, and only with Identify: without it, two
 // Secrets for one cluster both engage. Without RecordedClaims, other
-// replicas' claims are unknown. Secrets in one namespace only, and
+// replicas' claims are unknown; without Options.Claims, two Secrets for
+// one cluster that two replicas connect before either recorded its claim
+// both engage until the next rights re-check. Secrets in one namespace only, and
 // cluster names are Secret names, so they are unique.
 // State lives in memory: after a restart or a change of leader, the new
 // leader connects to every cluster afresh.

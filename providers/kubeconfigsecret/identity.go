@@ -80,6 +80,24 @@ func (p *Provider) claim(ctx context.Context, c *conn, id string) *failure {
 				"this Secret is refused while that one is registered: remove one of the two",
 			id, p.opts.Namespace, winner, p.opts.IdentityAnnotation)}
 	}
+	p.mu.Unlock()
+	if holder, f := c.holdExclusive(ctx, id); f != nil {
+		// c outranks the holder: one of this process gives way now, one
+		// of another replica at its next rights re-check.
+		p.mu.Lock()
+		h := p.conns[holder]
+		p.mu.Unlock()
+		if h != nil && holder != c.name {
+			h.log.Info("Another Secret outranks this one for its cluster; reconnecting to be refused", "owner", c.name)
+			h.retryNow()
+		}
+		return f
+	}
+	p.mu.Lock()
+	if p.conns[c.name] != c || p.states[c.name] == nil {
+		p.mu.Unlock()
+		return &failure{reason: ReasonError, msg: "the Secret was removed"}
+	}
 	prev, had := p.owners[id]
 	var displaced *conn
 	if had && prev != c.name {

@@ -127,12 +127,19 @@ func parseKubeconfig(raw []byte) (*rest.Config, redactor, error) {
 	return cfg, red, nil
 }
 
-// userAgent names the manager's requests to a workload cluster by what
-// sends them ("controllers": the caches and reconcilers; "preflight";
-// "probe"; "access-review": the periodic rights re-check), so that the cluster's
-// audit log and an operator reading it can tell the probe traffic from
-// the rest.
-func userAgent(purpose string) string { return "etcdfleet-manager/" + purpose }
+// Purposes of the provider's requests to a workload cluster, passed to
+// Options.UserAgent: the caches and reconcilers, the pre-flight, the
+// health probe, and the periodic rights re-check.
+const (
+	PurposeControllers  = "controllers"
+	PurposePreflight    = "preflight"
+	PurposeProbe        = "probe"
+	PurposeAccessReview = "access-review"
+)
+
+// DefaultUserAgent is Options.UserAgent's default: "kubeconfigsecret/"
+// and the purpose.
+func DefaultUserAgent(purpose string) string { return "kubeconfigsecret/" + purpose }
 
 // cacheHTTPClient is the HTTP client of a cluster's cache: cfg without its
 // Timeout. client-go applies rest.Config.Timeout to every request,

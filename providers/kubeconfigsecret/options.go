@@ -210,6 +210,13 @@ type Options struct {
 	// Secret (IdentityAnnotation), else the oldest. An error fails the
 	// pre-flight, which is retried. Nil: what this process has seen.
 	RecordedClaims func(ctx context.Context, id string) ([]string, error)
+	// Claims, if set with Identify, makes the claims exclusive across
+	// replicas (ClaimStore): a Secret that ranks first engages only once it
+	// holds its identity's claim, and is refused with
+	// ReasonDuplicateCluster while another Secret holds it. Without it, two
+	// Secrets for one cluster that two replicas connect before either
+	// recorded its claim both engage until the next rights re-check.
+	Claims ClaimStore
 
 	// Unwatched, if set, returns for a namespaced registration the other
 	// namespaces of the cluster that hold objects the controllers would
@@ -219,6 +226,15 @@ type Options struct {
 	// appear. An error (Forbidden: the credential may not look) reports
 	// nothing and fails nothing.
 	Unwatched func(ctx context.Context, cfg *rest.Config, namespaces []string) ([]string, error)
+
+	// UserAgent names each request to a workload cluster by its purpose
+	// (PurposeControllers, PurposePreflight, PurposeProbe,
+	// PurposeAccessReview), so that the cluster's audit log tells who sent
+	// it and why; Prepare, Identify, Constraint and Unwatched get configs
+	// named PurposeControllers. A caller running several replicas puts the
+	// replica's name in it, so that the audit log says which replica
+	// reached the cluster. Default DefaultUserAgent.
+	UserAgent func(purpose string) string
 
 	// Prepare, if set, runs before pre-flight with the cluster's config,
 	// bounded by PreflightTimeout; an error is reported like a pre-flight
@@ -279,6 +295,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Backoff.Steps == 0 {
 		o.Backoff.Steps = math.MaxInt32
+	}
+	if o.UserAgent == nil {
+		o.UserAgent = DefaultUserAgent
 	}
 	if o.Scheme == nil {
 		o.Scheme = clientgoscheme.Scheme

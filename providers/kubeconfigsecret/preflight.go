@@ -37,7 +37,7 @@ func (c *conn) preflight(actx context.Context, cfg *rest.Config, red redactor, r
 	pcfg := rest.CopyConfig(cfg)
 	// A backstop for calls that ignore contexts; a little longer than the
 	// context's deadline, which is what normally ends a hung pre-flight.
-	pcfg.Timeout, pcfg.UserAgent = d+time.Second, userAgent("preflight")
+	pcfg.Timeout, pcfg.UserAgent = d+time.Second, c.p.opts.UserAgent(PurposePreflight)
 	cs, err := kubernetes.NewForConfig(pcfg)
 	if err != nil {
 		return "", classify(err, "pre-flight client", red)
@@ -305,9 +305,9 @@ func (c *conn) syncInformers(s *session, startErr <-chan error) *failure {
 // probeClient is a client for /version bounded by the probe timeout. It is
 // kept for the cluster's engagement, so it is the discovery client alone,
 // not a clientset: that would hold some fifty typed clients per cluster.
-func probeClient(cfg *rest.Config, timeout time.Duration) (rest.Interface, error) {
+func probeClient(cfg *rest.Config, timeout time.Duration, ua string) (rest.Interface, error) {
 	pcfg := rest.CopyConfig(cfg)
-	pcfg.Timeout, pcfg.UserAgent = timeout, userAgent("probe")
+	pcfg.Timeout, pcfg.UserAgent = timeout, ua
 	dc, err := discovery.NewDiscoveryClientForConfig(pcfg)
 	if err != nil {
 		return nil, err

@@ -285,7 +285,9 @@ func (p *Provider) remove(name, why string) {
 	forgetRights(p.opts.Namespace, name)
 	c.log.Info("Cluster removed", "why", why)
 	p.notify(name)
-	if released {
+	// With exclusive claims a duplicate may be waiting for another
+	// replica's Secret, whose removal it sees only here.
+	if released || p.opts.Claims != nil {
 		p.retryDuplicates()
 	}
 }

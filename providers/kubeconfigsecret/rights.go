@@ -55,9 +55,9 @@ type rightsWatch struct {
 // newRightsWatch returns the watch and the config the cluster's clients
 // (cache, reconcilers) are built from: cfg with a transport wrapper that
 // signals every 403. The access reviews themselves use an unwrapped copy.
-func newRightsWatch(cfg *rest.Config, namespaces []string) (*rightsWatch, *rest.Config, error) {
+func newRightsWatch(cfg *rest.Config, namespaces []string, ua string) (*rightsWatch, *rest.Config, error) {
 	acfg := rest.CopyConfig(cfg)
-	acfg.UserAgent = userAgent("access-review")
+	acfg.UserAgent = ua
 	ac, err := authorizationv1client.NewForConfig(acfg)
 	if err != nil {
 		return nil, nil, err

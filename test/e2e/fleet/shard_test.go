@@ -30,8 +30,23 @@ const (
 	shardWorkloads = 6
 )
 
-// shardingSelected reports whether this run is the sharding suite.
-func shardingSelected() bool { return strings.Contains(GinkgoLabelFilter(), shardLabel) }
+// shardingSelected reports whether this run is the sharding suite: the
+// shard label is in the label filter (make test-e2e-shard), or every focus
+// names "shard", as the sharding specs' texts do, so that one of them can
+// be run alone with -ginkgo.focus.
+func shardingSelected() bool {
+	if strings.Contains(GinkgoLabelFilter(), shardLabel) {
+		return true
+	}
+	sc, _ := GinkgoConfiguration()
+	focus := sc.FocusStrings
+	for _, f := range focus {
+		if !strings.Contains(strings.ToLower(f), shardLabel) {
+			return false
+		}
+	}
+	return len(focus) > 0
+}
 
 // shardSpecs run three etcdfleet-manager processes with --shard. They run
 // after the handover specs, without the suite's in-process manager.

@@ -188,4 +188,5 @@ var _ = Describe("the fleet manager", Ordered, ContinueOnFailure, func() {
 	waveSpecs()
 	handoverSpecs()
 	shardSpecs()
+	shardFenceSpecs()
 })
