@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,13 +64,13 @@ func TestSnapshotToS3IsAMultipartUploadVerifiedByChecksum(t *testing.T) {
 	endpoint := startEtcd(t)
 	rev := fill(t, endpoint, 24)
 	ctx := context.Background()
-	s3 := startStore(t, "backups")
+	s3, bucket := startStore(t)
 	creds := t.TempDir()
 	writeCreds(t, creds, s3.AccessKey, s3.SecretKey)
 	term := filepath.Join(t.TempDir(), "termination-log")
 	const partSize = 5 << 20 // S3's minimum: a 12 MiB snapshot takes 3 parts
 	res, err := agent.Run(ctx, agent.Config{Endpoints: []string{endpoint}, PartSize: partSize, TerminationMessagePath: term,
-		S3: &agent.S3{Endpoint: s3.Endpoint, Bucket: "backups", Key: "prod/a.db", Region: "us-east-1", CredentialsDir: creds}})
+		S3: &agent.S3{Endpoint: s3.Endpoint, Bucket: bucket, Key: "prod/a.db", Region: "us-east-1", CredentialsDir: creds}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestSnapshotToS3IsAMultipartUploadVerifiedByChecksum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := c.GetObject(ctx, "backups", "prod/a.db", minio.GetObjectOptions{})
+	obj, err := c.GetObject(ctx, bucket, "prod/a.db", minio.GetObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestSnapshotToS3IsAMultipartUploadVerifiedByChecksum(t *testing.T) {
 		t.Errorf("snapshot of %d bytes cannot hold 24 values of %d bytes", res.SizeBytes, valueSize)
 	}
 	// A multipart upload's ETag is "<md5 of the part md5s>-<parts>".
-	info, err := c.StatObject(ctx, "backups", "prod/a.db", minio.StatObjectOptions{})
+	info, err := c.StatObject(ctx, bucket, "prod/a.db", minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,17 +159,48 @@ func writeCreds(t *testing.T, dir, id, secret string) {
 	}
 }
 
-// startStore starts real object storage (SeaweedFS) with bucket, stopped
-// when t ends.
-func startStore(t *testing.T, bucket string) *objstore.Server {
+// startStore gives t a bucket of its own on the package's one object
+// store (real SeaweedFS), started by the first test that asks and stopped
+// by TestMain: a weed costs ~3 s to start and ~8.5 s more before its first
+// write (objstore's warm-up), which every test paid when each had its own.
+// Buckets keep the tests apart; the private-CA test runs a TLS store of its
+// own.
+func startStore(t *testing.T) (*objstore.Server, string) {
 	t.Helper()
-	s3, err := objstore.Start(context.Background(), t.TempDir())
-	if err != nil {
+	store.once.Do(func() {
+		dir, err := os.MkdirTemp("", "agent-objstore-")
+		if err == nil {
+			store.dir = dir
+			store.s3, err = objstore.Start(context.Background(), dir)
+		}
+		store.err = err
+	})
+	if store.err != nil {
+		t.Fatal(store.err)
+	}
+	bucket := fmt.Sprintf("backups-%d", store.buckets.Add(1))
+	if err := store.s3.MakeBucket(context.Background(), bucket); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s3.Stop)
-	if err := s3.MakeBucket(context.Background(), bucket); err != nil {
-		t.Fatal(err)
+	return store.s3, bucket
+}
+
+// store is the package's object store (startStore).
+var store struct {
+	once    sync.Once
+	s3      *objstore.Server
+	dir     string
+	err     error
+	buckets atomic.Int32
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if store.s3 != nil {
+		store.s3.Stop()
 	}
-	return s3
+	if store.dir != "" {
+		_ = os.RemoveAll(store.dir)
+	}
+	os.Exit(code)
 }

@@ -26,10 +26,10 @@ func TestSecondSnapshotToTheSameKeyFailsAndLeavesTheFirst(t *testing.T) {
 	endpoint := startEtcd(t)
 	fill(t, endpoint, 2)
 	ctx := context.Background()
-	s3 := startStore(t, "backups")
+	s3, bucket := startStore(t)
 	creds := t.TempDir()
 	writeCreds(t, creds, s3.AccessKey, s3.SecretKey)
-	loc := &agent.S3{Endpoint: s3.Endpoint, Bucket: "backups", Key: "ns/main/uid/s.db", Region: "us-east-1", CredentialsDir: creds}
+	loc := &agent.S3{Endpoint: s3.Endpoint, Bucket: bucket, Key: "ns/main/uid/s.db", Region: "us-east-1", CredentialsDir: creds}
 	first, err := agent.Run(ctx, agent.Config{Endpoints: []string{endpoint}, S3: loc})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestSecondSnapshotToTheSameKeyFailsAndLeavesTheFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := c.StatObject(ctx, "backups", loc.Key, minio.StatObjectOptions{})
+	info, err := c.StatObject(ctx, bucket, loc.Key, minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +53,10 @@ func TestSecondSnapshotToTheSameKeyFailsAndLeavesTheFirst(t *testing.T) {
 		t.Fatalf("second snapshot to the same key: err = %v, want ErrObjectExists", err)
 	}
 	msg, _ := os.ReadFile(term)
-	if !strings.HasPrefix(string(msg), "ObjectExists: ") || !strings.Contains(string(msg), "s3://backups/"+loc.Key) {
+	if !strings.HasPrefix(string(msg), "ObjectExists: ") || !strings.Contains(string(msg), "s3://"+bucket+"/"+loc.Key) {
 		t.Errorf("termination message %q: want it to start with ObjectExists: and name the key", msg)
 	}
-	if got := objectSum(t, c, loc.Key); got != first.SHA256 {
+	if got := objectSum(t, c, bucket, loc.Key); got != first.SHA256 {
 		t.Errorf("the first snapshot's object now has sha256 %s, want its own %s", got, first.SHA256)
 	}
 }
@@ -86,15 +86,15 @@ func TestSecondSnapshotToTheSameFileFailsAndLeavesTheFirst(t *testing.T) {
 // the agent does), then replaces them with the same bytes in a single
 // PUT: same content, another object, another ETag. It returns the first
 // ETag and the snapshot's sha256 and size.
-func replaced(t *testing.T, c *minio.Client, key string) (etag string, want agent.Result) {
+func replaced(t *testing.T, c *minio.Client, bucket, key string) (etag string, want agent.Result) {
 	t.Helper()
 	ctx := context.Background()
 	body := etcdLike(strings.Repeat("bolt page ", 1000))
-	info, err := c.PutObject(ctx, "backups", key, bytes.NewReader(body), -1, minio.PutObjectOptions{PartSize: 5 << 20})
+	info, err := c.PutObject(ctx, bucket, key, bytes.NewReader(body), -1, minio.PutObjectOptions{PartSize: 5 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.PutObject(ctx, "backups", key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{})
+	again, err := c.PutObject(ctx, bucket, key, bytes.NewReader(body), int64(len(body)), minio.PutObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,15 +108,15 @@ func replaced(t *testing.T, c *minio.Client, key string) (etag string, want agen
 func TestDeleteLeavesAnObjectReplacedSinceTheSnapshot(t *testing.T) {
 	needAssets(t)
 	ctx := context.Background()
-	s3 := startStore(t, "backups")
+	s3, bucket := startStore(t)
 	c, err := s3.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	creds := t.TempDir()
 	writeCreds(t, creds, s3.AccessKey, s3.SecretKey)
-	loc := &agent.S3{Endpoint: s3.Endpoint, Bucket: "backups", Key: "ns/main/uid/s.db", Region: "us-east-1", CredentialsDir: creds}
-	oldETag, _ := replaced(t, c, loc.Key)
+	loc := &agent.S3{Endpoint: s3.Endpoint, Bucket: bucket, Key: "ns/main/uid/s.db", Region: "us-east-1", CredentialsDir: creds}
+	oldETag, _ := replaced(t, c, bucket, loc.Key)
 	term := filepath.Join(t.TempDir(), "termination-log")
 	err = agent.Delete(ctx, agent.Config{Delete: true, S3: loc, ETag: oldETag, TerminationMessagePath: term})
 	if !errors.Is(err, agent.ErrObjectChanged) {
@@ -125,13 +125,13 @@ func TestDeleteLeavesAnObjectReplacedSinceTheSnapshot(t *testing.T) {
 	if msg, _ := os.ReadFile(term); !strings.Contains(string(msg), "left in place") {
 		t.Errorf("termination message %q does not say the object was left", msg)
 	}
-	info, err := c.StatObject(ctx, "backups", loc.Key, minio.StatObjectOptions{})
+	info, err := c.StatObject(ctx, bucket, loc.Key, minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatalf("the replacing object was deleted: %v", err)
 	}
 	// With the object's own ETag it goes, and a retry finds it gone.
 	deleteTwice(t, agent.Config{S3: loc, ETag: info.ETag})
-	if _, err := c.StatObject(ctx, "backups", loc.Key, minio.StatObjectOptions{}); err == nil {
+	if _, err := c.StatObject(ctx, bucket, loc.Key, minio.StatObjectOptions{}); err == nil {
 		t.Error("the object with the recorded ETag is still there")
 	}
 }
@@ -141,15 +141,15 @@ func TestDeleteLeavesAnObjectReplacedSinceTheSnapshot(t *testing.T) {
 func TestCheckAndRestoreReadOnlyTheRecordedObject(t *testing.T) {
 	needAssets(t)
 	ctx := context.Background()
-	s3 := startStore(t, "backups")
+	s3, bucket := startStore(t)
 	c, err := s3.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	creds := t.TempDir()
 	writeCreds(t, creds, s3.AccessKey, s3.SecretKey)
-	loc := &agent.S3{Endpoint: s3.Endpoint, Bucket: "backups", Key: "ns/main/uid/s.db", Region: "us-east-1", CredentialsDir: creds}
-	oldETag, want := replaced(t, c, loc.Key)
+	loc := &agent.S3{Endpoint: s3.Endpoint, Bucket: bucket, Key: "ns/main/uid/s.db", Region: "us-east-1", CredentialsDir: creds}
+	oldETag, want := replaced(t, c, bucket, loc.Key)
 	check := agent.Config{S3: loc, CheckSHA256: want.SHA256, CheckSize: want.SizeBytes, TerminationMessagePath: filepath.Join(t.TempDir(), "m")}
 	if err := agent.Check(ctx, check); err != nil {
 		t.Fatalf("check without an ETag (an artifact recorded before ETags): %v", err)
@@ -165,9 +165,9 @@ func TestCheckAndRestoreReadOnlyTheRecordedObject(t *testing.T) {
 	}
 }
 
-func objectSum(t *testing.T, c *minio.Client, key string) string {
+func objectSum(t *testing.T, c *minio.Client, bucket, key string) string {
 	t.Helper()
-	obj, err := c.GetObject(context.Background(), "backups", key, minio.GetObjectOptions{})
+	obj, err := c.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

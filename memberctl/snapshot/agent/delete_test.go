@@ -59,21 +59,21 @@ func TestDeleteRemovesTheS3ObjectAndIsIdempotent(t *testing.T) {
 		t.Skip("KUBEBUILDER_ASSETS is not set")
 	}
 	ctx := context.Background()
-	s3 := startStore(t, "backups")
+	s3, bucket := startStore(t)
 	c, err := s3.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"sched/a.db", "sched/b.db"} {
-		if _, err := c.PutObject(ctx, "backups", key, strings.NewReader("snapshot"), 8, minio.PutObjectOptions{}); err != nil {
+		if _, err := c.PutObject(ctx, bucket, key, strings.NewReader("snapshot"), 8, minio.PutObjectOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	creds := t.TempDir()
 	writeCreds(t, creds, s3.AccessKey, s3.SecretKey)
-	deleteTwice(t, agent.Config{S3: &agent.S3{Endpoint: s3.Endpoint, Bucket: "backups", Key: "sched/a.db", Region: "us-east-1", CredentialsDir: creds}})
+	deleteTwice(t, agent.Config{S3: &agent.S3{Endpoint: s3.Endpoint, Bucket: bucket, Key: "sched/a.db", Region: "us-east-1", CredentialsDir: creds}})
 	var left []string
-	for obj := range c.ListObjects(ctx, "backups", minio.ListObjectsOptions{Recursive: true}) {
+	for obj := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
 		if obj.Err != nil {
 			t.Fatal(obj.Err)
 		}

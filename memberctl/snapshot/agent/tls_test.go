@@ -152,7 +152,7 @@ func TestUploadsAskForServerSideEncryption(t *testing.T) {
 	endpoint := startEtcd(t)
 	fill(t, endpoint, 2)
 	ctx := context.Background()
-	s3 := startStore(t, "backups")
+	s3, bucket := startStore(t)
 	creds := t.TempDir()
 	writeCreds(t, creds, s3.AccessKey, s3.SecretKey)
 	term := filepath.Join(t.TempDir(), "termination-log")
@@ -162,7 +162,7 @@ func TestUploadsAskForServerSideEncryption(t *testing.T) {
 	} {
 		rec := &recorder{}
 		key := "sse/" + tc.sse + ".db"
-		loc := &agent.S3{Endpoint: rec.start(t, s3.Endpoint), Bucket: "backups", Key: key, Region: "us-east-1",
+		loc := &agent.S3{Endpoint: rec.start(t, s3.Endpoint), Bucket: bucket, Key: key, Region: "us-east-1",
 			CredentialsDir: creds, SSE: tc.sse, SSEKMSKeyID: tc.kmsKey}
 		_, err := agent.Run(ctx, agent.Config{Endpoints: []string{endpoint}, TerminationMessagePath: term, S3: loc})
 		var uploads, reads int

@@ -30,6 +30,15 @@
 // several servers can run at once; telemetry is off. The process dies with
 // the test binary (package proc).
 //
+// Start returns once the gateway answers reads (~3 s) and writes one
+// object in the background (warmUp): weed holds its first write ~8.5 s
+// (the master's first volume allocation waits a heartbeat pulse, and the
+// filer's write locks wait for its registration with the master), once per
+// process. A caller that sets up etcd meanwhile finds writes ready. Each
+// bucket (a weed collection) grows one volume at a time, not weed's 7, so
+// that the 16 volumes a server may hold serve many buckets: tests that
+// share one server take a bucket each.
+//
 // # Trade-offs
 //
 // Free ports are chosen by listening and closing, so another process could

@@ -55,7 +55,8 @@ type Server struct {
 	// Dir holds the data and weed.log.
 	Dir string
 
-	p *proc.Process
+	p          *proc.Process
+	stopWarmUp context.CancelFunc
 }
 
 // Binary returns the weed binary: $SEAWEEDFS_BINARY, or the one
@@ -145,7 +146,12 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 	cmd.Dir = dir
 	// SSE-S3 on: objects uploaded with x-amz-server-side-encryption: AES256
 	// are stored encrypted and read back decrypted; others stay plain.
-	cmd.Env = append(os.Environ(), EnvSSEKey+"="+sseKey)
+	// One volume per collection (bucket) at a time instead of weed's 7:
+	// with -volume.max=16, 7 each let only two buckets ever take a write
+	// ("No writable volumes and no free volumes left", an internal error
+	// to the client), and a store holds the warm-up bucket and a bucket
+	// per test that shares it.
+	cmd.Env = append(os.Environ(), EnvSSEKey+"="+sseKey, "WEED_MASTER_VOLUME_GROWTH_COPY_1=1")
 	cmd.Stdout, cmd.Stderr = log, log
 	if s.p, err = proc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("objstore: start weed: %w", err)
@@ -156,7 +162,35 @@ func StartWith(ctx context.Context, dir string, o Options) (*Server, error) {
 		out, _ := os.ReadFile(log.Name())
 		return nil, fmt.Errorf("objstore: %w\n%s", err, tail(out, 3000))
 	}
+	s.warmUp()
 	return s, nil
+}
+
+// warmUpBucket holds the one object warmUp writes.
+const warmUpBucket = "objstore-warm-up"
+
+// warmUp writes one object in the background, so that the caller's own
+// first write does not pay for weed's start alone. A fresh weed answers
+// reads within ~3 s but holds its first write ~8.5 s (measured): the
+// master defers its first volume allocation for a heartbeat pulse, and the
+// filer takes the S3 gateway's write locks only once it has registered
+// with the master and the lock ring is broadcast. Both happen once per
+// process, for any bucket: after them a new bucket's first write takes
+// ~0.2 s. A caller that starts the store and then sets up etcd (most
+// specs) thus finds it ready; one that writes at once waits as before
+// (the write blocks, it does not fail). A failed warm-up is not reported:
+// the caller's own write says what is wrong.
+func (s *Server) warmUp() {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	s.stopWarmUp = cancel
+	go func() {
+		defer cancel()
+		c, err := s.Client()
+		if err != nil || c.MakeBucket(ctx, warmUpBucket, minio.MakeBucketOptions{Region: "us-east-1"}) != nil {
+			return
+		}
+		_, _ = c.PutObject(ctx, warmUpBucket, "warm-up", strings.NewReader("warm-up"), 7, minio.PutObjectOptions{})
+	}()
 }
 
 // writeIdentities writes weed's S3 identity file with one admin identity.
@@ -237,6 +271,9 @@ func (s *Server) MakeBucket(ctx context.Context, name string) error {
 // SIGTERM for as long as any grace given it (5 s measured per Stop, ten
 // of them in the agent's tests alone).
 func (s *Server) Stop() {
+	if s.stopWarmUp != nil {
+		s.stopWarmUp()
+	}
 	if s.p != nil {
 		s.p.Stop(0)
 	}
