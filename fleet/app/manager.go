@@ -350,7 +350,9 @@ func prepare(c settings.Config) func(context.Context, *rest.Config) error {
 func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Options {
 	// StartEmpty: a new leader must not spend a second burst (limiter doc).
 	o := c.Limiter.Options()
-	o.StartEmpty, o.OnGrant, o.OnGranted = true, onGrant, logGrant(ctrl.Log.WithName("limiter"))
+	// OnReask wakes a member the same way as a grant does: it reconciles
+	// and asks again.
+	o.StartEmpty, o.OnGrant, o.OnReask, o.OnGranted = true, onGrant, onGrant, logGrant(ctrl.Log.WithName("limiter"))
 	return o
 }
 

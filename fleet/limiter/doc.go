@@ -81,6 +81,15 @@
 // estimate may be stale; queued requests not asked again within QueueTTL
 // are dropped, since their reconcile has gone away.
 //
+// A request's class is what its caller saw when it last asked. A member
+// that asked as an ordinary heal just before its etcd cluster lost quorum
+// would keep that place until its Delay runs out (up to MaxDelay), while
+// tokens go to members elsewhere that restore nothing (seen in the fleet
+// e2e: three such deletes in the 4 s one quorum-restoring member waited).
+// So when a request asks as quorum-lost, its etcd cluster's ordinary
+// waiters are woken through OnReask to ask again at once, and move up if
+// they restore the quorum.
+//
 // # Across replicas
 //
 // With sharding, each manager replica runs the clusters it owns and has a

@@ -82,10 +82,12 @@ func (l *Limiter) Reserve(_ context.Context, r gate.Request) gate.Decision {
 		l.queue.push(e)
 	}
 	e.lastAsk = now
-	if !e.granted {
-		l.reclassLocked(e, r)
+	var reask []gate.Request
+	if !e.granted && (l.reclassLocked(e, r) || !known) && e.class == urgent {
+		reask = l.siblingsToReaskLocked(k)
 	}
 	woken := l.grantLocked(now, k)
+	defer l.reask(reask)
 	if e.granted {
 		delete(l.entries, k)
 		l.unclaimed--
@@ -108,13 +110,40 @@ func (l *Limiter) Reserve(_ context.Context, r gate.Request) gate.Decision {
 }
 
 // reclassLocked moves a queued e when its etcd cluster lost or regained
-// quorum since the last ask; the latest state decides its place.
-func (l *Limiter) reclassLocked(e *entry, r gate.Request) {
+// quorum since the last ask; the latest state decides its place. It
+// reports whether e moved.
+func (l *Limiter) reclassLocked(e *entry, r gate.Request) bool {
 	e.req = r
-	if c := classOf(r); c != e.class {
-		l.queue.remove(e)
-		e.class = c
-		l.queue.push(e)
+	c := classOf(r)
+	if c == e.class {
+		return false
+	}
+	l.queue.remove(e)
+	e.class = c
+	l.queue.push(e)
+	return true
+}
+
+// siblingsToReaskLocked returns the requests of k's etcd cluster, other
+// than k, that wait as ordinary heals (Options.OnReask).
+func (l *Limiter) siblingsToReaskLocked(k key) []gate.Request {
+	if l.opts.OnReask == nil {
+		return nil
+	}
+	var out []gate.Request
+	for sk, se := range l.entries {
+		if sk != k && !se.granted && se.class == normal && sk.cluster == k.cluster &&
+			sk.namespace == k.namespace && sk.etcdCluster == k.etcdCluster {
+			out = append(out, se.req)
+		}
+	}
+	return out
+}
+
+// reask calls OnReask for each request; never with l.mu held.
+func (l *Limiter) reask(reqs []gate.Request) {
+	for _, r := range reqs {
+		l.opts.OnReask(r)
 	}
 }
 

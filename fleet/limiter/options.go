@@ -52,6 +52,15 @@ type Options struct {
 	// Delay. It is called without locks held and must not block: send to a
 	// buffered channel or a workqueue.
 	OnGrant func(gate.Request)
+	// OnReask is called, without locks held, for each queued request of an
+	// etcd cluster whose sibling has just asked as QuorumLost while the
+	// request itself still waits as an ordinary heal: its asker decided
+	// before it saw the quorum go, and would otherwise keep that place
+	// until its Delay (up to MaxDelay) runs out, while tokens go to other
+	// clusters' members that restore nothing. Asked again at once, it
+	// reports what it sees now and moves up if it restores the quorum.
+	// Like OnGrant it must not block. Nil: requests re-ask on their Delay.
+	OnReask func(gate.Request)
 	// OnGranted is called for every grant, queued or not, with how long
 	// the request waited since its first ask: the manager logs it, so
 	// that every destructive action's wait can be read back. It is called

@@ -74,3 +74,49 @@ func TestRestoresCountsByName(t *testing.T) {
 		t.Fatal("a request without a view lost its QuorumLost")
 	}
 }
+
+// TestSiblingAskingQuorumLostMakesWaitersAskAgain: a0 asked as an ordinary
+// heal before its asker saw a's quorum go; a1 then asks as quorum-lost.
+// OnReask names a0 (and no member of another etcd cluster); asked again
+// with what it sees now, a0 restores a's quorum and goes before the
+// ordinary heals of clusters c and d, which asked first and which the
+// round-robin puts ahead of it. Without OnReask, a0 keeps that place
+// (its Delay is long) and two tokens go to members that restore nothing.
+func TestSiblingAskingQuorumLostMakesWaitersAskAgain(t *testing.T) {
+	order := func(reask bool) []string {
+		var s *sim
+		opts := Options{Rate: 1, Burst: 1, MaxDelay: time.Minute}
+		var reasked []string
+		if reask {
+			opts.OnReask = func(r gate.Request) {
+				reasked = append(reasked, r.Cluster+r.Member[len(r.Member)-1:])
+				sr := s.byKey[keyOf(r)]
+				sr.req = lostReq(r.Cluster, 0) // it now sees the quorum gone
+				sr.nextAsk = s.now()
+			}
+		}
+		s = newSim(t, opts)
+		for _, c := range []string{"b", "c", "d"} {
+			s.add(req(c, 0), 0)
+		}
+		s.add(req("a", 0), 100*time.Millisecond)
+		s.add(lostReq("a", 1), 200*time.Millisecond)
+		s.run(10 * time.Second)
+		if reask && !slices.Equal(reasked, []string{"a0"}) {
+			t.Errorf("OnReask named %v, want [a0]", reasked)
+		}
+		var out []string
+		for _, g := range s.grants {
+			out = append(out, g.req.Cluster+g.req.Member[len(g.req.Member)-1:])
+		}
+		return out
+	}
+	// b0 takes the burst; a's two members restore its quorum next.
+	got := order(true)
+	if len(got) < 3 || got[0] != "b0" || !slices.Contains(got[1:3], "a0") || !slices.Contains(got[1:3], "a1") {
+		t.Errorf("with OnReask, grant order %v: a0 and a1 restore a's quorum and must come right after b0", got)
+	}
+	if got := order(false); len(got) < 3 || slices.Contains(got[1:3], "a0") {
+		t.Errorf("without OnReask, grant order %v: the test no longer shows the stale place", got)
+	}
+}
