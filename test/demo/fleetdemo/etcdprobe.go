@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,7 +41,7 @@ func (p *etcdProbe) whole(ctx context.Context, cluster string, want int32) bool 
 	e := p.clients[cluster]
 	if e == nil {
 		var err error
-		if e, err = e2eutil.DialEtcd(ctx, p.cfg, p.c, p.ns, cluster); err != nil {
+		if e, err = e2eutil.DialEtcdLogging(ctx, p.cfg, p.c, p.ns, cluster, zap.NewNop()); err != nil {
 			return false
 		}
 		p.clients[cluster] = e

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -125,6 +126,13 @@ func ConnectEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, clu
 // DialEtcd is ConnectEtcd returning an error, for code outside a spec.
 // Extra gRPC dial options (e.g. a shorter reconnect backoff) come last.
 func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster string, opts ...grpc.DialOption) (*Etcd, error) {
+	return DialEtcdLogging(ctx, cfg, c, ns, cluster, nil, opts...)
+}
+
+// DialEtcdLogging is DialEtcd with the client's logger: nil is the etcd
+// client's default (warnings to stderr); zap.NewNop() keeps a client that
+// is expected to fail (a probe of members that are down) quiet.
+func DialEtcdLogging(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluster string, log *zap.Logger, opts ...grpc.DialOption) (*Etcd, error) {
 	var list v1alpha1.EtcdMemberList
 	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCluster: cluster}); err != nil {
 		return nil, err
@@ -141,7 +149,7 @@ func DialEtcd(ctx context.Context, cfg *rest.Config, c client.Client, ns, cluste
 	if len(list.Items) > 0 && etcd.ClientTLS(&list.Items[0]) {
 		tlsCfg = liveClientTLS(c, &list.Items[0])
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg,
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg, Logger: log,
 		DialOptions: append([]grpc.DialOption{grpc.WithContextDialer(etcdaccess.ContextDialer(d))}, opts...)})
 	if err != nil {
 		d.Close()
