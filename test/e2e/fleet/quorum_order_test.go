@@ -24,37 +24,74 @@ func etcdClusterOf(w, pod string) string {
 	return w + "/" + pod
 }
 
-// quorumLost maps each etcd cluster of workload cluster w (named as
-// etcdClusterOf does) to when it lost quorum as its apiserver saw it: the
-// second of its three Pods first seen terminal.
-func quorumLost(w string, l *e2eutil.PodLog) map[string]time.Time {
-	terminal := map[string][]time.Time{}
+// terminalTimes maps each etcd cluster of workload cluster w (named as
+// etcdClusterOf does) to when each of its Pods was first seen terminal by
+// its apiserver, oldest first.
+func terminalTimes(w string, l *e2eutil.PodLog) map[string][]time.Time {
+	out := map[string][]time.Time{}
 	for _, e := range l.FirstTerminal() {
 		ec := etcdClusterOf(w, e.Name)
-		terminal[ec] = append(terminal[ec], e.At)
+		out[ec] = append(out[ec], e.At)
 	}
+	for _, ts := range out {
+		slices.SortFunc(ts, time.Time.Compare)
+	}
+	return out
+}
+
+// quorumLost maps each etcd cluster of workload cluster w to when it lost
+// quorum as its apiserver saw it: the second of its three Pods first seen
+// terminal.
+func quorumLost(w string, l *e2eutil.PodLog) map[string]time.Time {
 	out := map[string]time.Time{}
-	for ec, ts := range terminal {
+	for ec, ts := range terminalTimes(w, l) {
 		if len(ts) >= 2 {
-			slices.SortFunc(ts, time.Time.Compare)
 			out[ec] = ts[1]
 		}
 	}
 	return out
 }
 
+// knownAt is when the limiter could first know that d restores its etcd
+// cluster's quorum, which its apiserver showed lost (again) at lost: once
+// d's member had asked, and a member of its etcd cluster asked after lost
+// (it saw the quorum go; the limiter then wakes the others to ask again,
+// Options.OnReask). Before that, no ask said so: a member notices a
+// sibling's terminal Pod only when it reconciles, seconds later on a
+// loaded machine with one worker per cluster.
+func knownAt(lost time.Time, d podDelete, asks map[string]map[string]time.Time) time.Time {
+	ec := etcdClusterOf(d.Cluster, d.Name)
+	at := lost
+	if a, ok := asks[d.Cluster][d.Name]; ok && a.After(at) {
+		at = a
+	}
+	var seen time.Time
+	for m, a := range asks[d.Cluster] {
+		if etcdClusterOf(d.Cluster, m) == ec && !a.Before(lost) && (seen.IsZero() || a.Before(seen)) {
+			seen = a
+		}
+	}
+	if seen.After(at) {
+		at = seen
+	}
+	return at
+}
+
 // quorumOrderViolations checks, from the apiservers' side, that the fleet
-// restored quorums first: once an etcd cluster had lost quorum (the
-// second of its three Pods seen terminal) and a member of it had asked
-// the limiter, no other etcd cluster's third replacement (one that
-// restores no quorum: its own two went first) may be deleted before that
-// member's, give or take quorumOrderSlack. A FIFO, or a limiter that
-// ignores quorum, fails it: w4 reboots while the others' third members
-// queue, so its quorum-restoring members ask after them.
+// restored quorums first. The k-th replacement of an etcd cluster of three
+// restores its quorum when it is deleted after the (k+1)-th of its Pods was
+// seen terminal (k ≤ 2): until then the Pods still up and the replacements
+// already under way are a majority, as the limiter counts them. Once such
+// a replacement was needed (that terminal Pod seen, and its member had
+// asked the limiter), no replacement that restores no quorum, in another
+// etcd cluster, may be deleted before it, give or take quorumOrderSlack. A
+// FIFO, or a limiter that ignores quorum, fails it: w4 reboots while the
+// others' third members queue, so its quorum-restoring members ask after
+// them.
 func quorumOrderViolations(ds []podDelete, logs map[string]*e2eutil.PodLog, asks map[string]map[string]time.Time) []string {
-	lost := map[string]time.Time{} // etcd cluster -> quorum lost
+	terminal := map[string][]time.Time{} // etcd cluster -> Pods first terminal
 	for w, l := range logs {
-		maps.Copy(lost, quorumLost(w, l))
+		maps.Copy(terminal, terminalTimes(w, l))
 	}
 	type step struct {
 		podDelete
@@ -66,18 +103,15 @@ func quorumOrderViolations(ds []podDelete, logs map[string]*e2eutil.PodLog, asks
 	for _, d := range ds {
 		ec := etcdClusterOf(d.Cluster, d.Name)
 		n[ec]++
-		s := step{podDelete: d, restoring: n[ec] <= 2}
-		if l, ok := lost[ec]; ok && s.restoring {
-			s.urgentSince = l
-			if a, ok := asks[d.Cluster][d.Name]; ok && a.After(l) {
-				s.urgentSince = a
-			}
+		s := step{podDelete: d}
+		if k, ts := n[ec], terminal[ec]; k <= 2 && len(ts) > k && ts[k].Before(d.At) {
+			s.restoring, s.urgentSince = true, knownAt(ts[k], d, asks)
 		}
 		steps = append(steps, s)
 	}
 	var out []string
 	for _, q := range steps {
-		if q.urgentSince.IsZero() {
+		if !q.restoring {
 			continue
 		}
 		for _, x := range steps {
