@@ -123,9 +123,15 @@ func waitConnected(ctx context.Context, timeout time.Duration, names ...string) 
 
 func watchPods(ctx context.Context, names ...string) map[string]*e2eutil.PodLog {
 	GinkgoHelper()
+	return watchPodsIn(ctx, etcdNS, names...)
+}
+
+// watchPodsIn is watchPods for the Pods of namespace ns.
+func watchPodsIn(ctx context.Context, ns string, names ...string) map[string]*e2eutil.PodLog {
+	GinkgoHelper()
 	out := map[string]*e2eutil.PodLog{}
 	for _, w := range names {
-		l, err := e2eutil.WatchPods(context.WithoutCancel(ctx), sb.Cluster(w).Clientset, etcdNS)
+		l, err := e2eutil.WatchPods(context.WithoutCancel(ctx), sb.Cluster(w).Clientset, ns)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(l.Stop)
 		out[w] = l

@@ -53,13 +53,7 @@ func waveSpecs() {
 		before := podUIDs(ctx, workloads...)
 		logs := watchPods(ctx, workloads...)
 		members := watchMembers(ctx, workloads...)
-		wavePods := map[string]*e2eutil.PodLog{}
-		for _, w := range workloads {
-			l, err := e2eutil.WatchPods(context.WithoutCancel(ctx), sb.Cluster(w).Clientset, waveNS)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(l.Stop)
-			wavePods[w] = l
-		}
+		wavePods := watchPodsIn(ctx, waveNS, workloads...)
 
 		By("asking every cluster for etcd " + e2eutil.EtcdVersion + " at once")
 		for _, w := range workloads {
