@@ -105,7 +105,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	// Everything logged is kept too: the spec
 	// "never shows a credential in any Event, status, log line or metric label, through a rotation, a heal and bad Secrets"
 	// greps it for credentials.
-	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &suiteLog)), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel)))
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, &suiteLog)), zap.UseDevMode(true), zap.Level(zapcore.InfoLevel),
+		// Sub-second times: the wave spec orders the limiter's grant lines.
+		func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
 	start := time.Now()
 	if shardingSelected() {
 		workloads = nil
