@@ -90,13 +90,18 @@ func waveSpecs() {
 		for _, w := range workloads {
 			asks[w] = members[w].asks()
 		}
-		Expect(rollsBeforeHeals(rebootAt, loggedGrants(), asks)).To(BeEmpty(), "the heals come before the wave's rolls")
 
 		By("the wave completes: every cluster's member runs " + e2eutil.EtcdVersion + ", never more than the setting rolling at once")
 		Eventually(rolls.done).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(100 * time.Millisecond).Should(Equal(len(workloads)))
 		for _, w := range workloads {
 			e2eutil.WaitAvailable(ctx, wc[w], waveNS, waveName, time.Minute)
 		}
+		// Judged once every roll step was granted.
+		grants := loggedGrants()
+		Expect(grants).To(ContainElement(Satisfy(func(g loggedGrant) bool {
+			return g.action == string(gate.VersionRoll) && g.at.After(rebootAt)
+		})), "the limiter's grant lines were read")
+		Expect(rollsBeforeHeals(rebootAt, grants, asks)).To(BeEmpty(), "the heals come before the wave's rolls")
 		peak, intervals := rolls.peak()
 		AddReportEntry("rollout wave", fmt.Sprintf("peak %d clusters rolling at once (setting %d): %s", peak, waveMax, intervals))
 		Expect(peak).To(BeNumerically("<=", waveMax), "clusters rolling at once, as the apiservers saw the members: %s", intervals)
