@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -140,7 +141,16 @@ func rebootSpecs() {
 			for _, w := range workloads {
 				asks[w] = members[w].asks()
 			}
-			Expect(quorumOrderViolations(ds, logs, asks)).To(BeEmpty())
+			// Reported, not asserted: judged by Pod deletes, the order mixes
+			// in the controllers' grant → delete latency, which reached
+			// 12-19 s for a busy cluster (one worker per cluster here) in
+			// CI, so a granted quorum-restoring member could delete after
+			// later grants elsewhere. The order of grants is asserted on
+			// the limiter's fake clock (fleet/limiter restoring tests); the
+			// wave spec shows how to judge grants from the log instead.
+			if v := quorumOrderViolations(ds, logs, asks); len(v) > 0 {
+				AddReportEntry("quorum order, by deletes", strings.Join(v, "\n"))
+			}
 
 			By("giving every cluster its first replacement at a fair time")
 			// Metric. For each cluster, its wait is from its first ask of
