@@ -84,7 +84,7 @@ func (l *Limiter) Reserve(_ context.Context, r gate.Request) gate.Decision {
 	e.lastAsk = now
 	var reask []gate.Request
 	if !e.granted && (l.reclassLocked(e, r) || !known) && e.class == urgent {
-		reask = l.siblingsToReaskLocked(k)
+		reask = l.siblingsToReaskLocked(k, etcdKeyOf(r))
 	}
 	woken := l.grantLocked(now, k)
 	defer l.reask(reask)
@@ -124,16 +124,15 @@ func (l *Limiter) reclassLocked(e *entry, r gate.Request) bool {
 	return true
 }
 
-// siblingsToReaskLocked returns the requests of k's etcd cluster, other
+// siblingsToReaskLocked returns the requests of etcd cluster ec, other
 // than k, that wait as ordinary heals (Options.OnReask).
-func (l *Limiter) siblingsToReaskLocked(k key) []gate.Request {
+func (l *Limiter) siblingsToReaskLocked(k key, ec etcdKey) []gate.Request {
 	if l.opts.OnReask == nil {
 		return nil
 	}
 	var out []gate.Request
 	for sk, se := range l.entries {
-		if sk != k && !se.granted && se.class == normal && sk.cluster == k.cluster &&
-			sk.namespace == k.namespace && sk.etcdCluster == k.etcdCluster {
+		if sk != k && !se.granted && se.class == normal && etcdKeyOf(se.req) == ec {
 			out = append(out, se.req)
 		}
 	}
