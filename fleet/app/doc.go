@@ -71,7 +71,10 @@
 // concurrently with cancelling the engagement it guards. etcdfleet does
 // not rely on either: the provider hands each registration to the
 // coordinator before connecting (kubeconfigsecret.Options.Ownership), so
-// a replica connects only after taking the cluster's fence, and every
+// a replica connects only after taking the cluster's fence; a fence
+// release waits until the provider has quiesced the cluster (release.go:
+// later requests are refused, and those in flight answered, up to 5 s),
+// so nothing the replica sent arrives under the next owner's fence; and every
 // request a replica sends a workload cluster names the replica in its
 // user agent (UserAgent: "etcdfleet-manager/<purpose> (replica <id>)").
 // The sharding e2e (test/e2e/fleet, shard_fences_test.go) reads the

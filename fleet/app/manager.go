@@ -147,6 +147,9 @@ func (f *Fleet) newManager(restCfg *rest.Config, c settings.Config) error {
 		return err
 	}
 	f.Provider = p
+	if sh != nil {
+		sh.quiesce = p.Quiesce
+	}
 	mgr, err := mcmanager.New(restCfg, p, manager.Options{
 		Scheme:                  Scheme(),
 		Cache:                   cache.Options{ByObject: po.CacheByObject()},

@@ -32,6 +32,10 @@ type sharding struct {
 	coord   *sharded.Coordinator
 	replica string
 	share   *shareLink
+	// quiesce stops this replica's requests to a cluster and waits for
+	// those in flight (the provider's Quiesce); set before the manager
+	// starts, and called before each fence release (quiescingReleases).
+	quiesce func(ctx context.Context, cluster string) error
 }
 
 // newSharding builds multicluster-runtime's sharded coordinator for the
@@ -44,10 +48,14 @@ func newSharding(restCfg *rest.Config, c settings.Config) (*sharding, error) {
 	if !c.Sharding.Enabled {
 		return nil, nil
 	}
-	cli, err := client.New(restCfg, client.Options{Scheme: Scheme()})
+	raw, err := client.NewWithWatch(restCfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("sharding: %w", err)
 	}
+	sh := &sharding{}
+	cli := quiescingReleases(raw, c.Namespace, fencePrefix+"-", func(ctx context.Context, cluster string) error {
+		return sh.quiesce(ctx, cluster)
+	})
 	id, err := replicaID(c)
 	if err != nil {
 		return nil, err
@@ -63,7 +71,9 @@ func newSharding(restCfg *rest.Config, c settings.Config) (*sharding, error) {
 		sharded.WithLeaseTimings(d, d/3, fenceRetry),
 		// Rehash is unused by the HRW sharder at v0.24.1.
 		sharded.WithSynchronizationIntervals(every, 3*every))
-	return &sharding{coord: coord, replica: reg.Self().ID, share: reg.share}, nil
+	sh.coord, sh.replica, sh.share = coord, reg.Self().ID, reg.share
+	sh.quiesce = func(context.Context, string) error { return nil } // until the provider exists
+	return sh, nil
 }
 
 // shareListInterval is how often the peer Leases are listed in sharded

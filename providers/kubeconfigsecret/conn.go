@@ -38,6 +38,9 @@ type conn struct {
 	// held is the identity whose exclusive claim (Options.Claims) this
 	// process took for the Secret, "" when none.
 	held string
+	// gate admits the current attempt's requests (Provider.Quiesce).
+	gate     *quiesceGate
+	gateStop func() bool
 }
 
 // session is one engagement of a cluster; ctx is its engagement context.
@@ -111,6 +114,15 @@ func (c *conn) begin(own context.Context) (secretSpec, context.Context, context.
 	stop := context.AfterFunc(own, cancelAttempt)
 	cancel := func() { stop(); cancelAttempt() }
 	c.attemptHash, c.attemptCancel = spec.hash, cancel
+	// Nothing is sent once the ownership ended, even by a reconcile or an
+	// Event already under way; Quiesce closes the gate earlier if asked.
+	// The previous attempt's gate closes: its session is over.
+	if c.gate != nil {
+		c.gateStop()
+		c.gate.close()
+	}
+	c.gate = newQuiesceGate()
+	c.gateStop = context.AfterFunc(own, c.gate.close)
 	fresh := spec.hash != c.lastHash && spec.invalid == ""
 	c.lastHash = spec.hash
 	c.mu.Unlock()
@@ -265,6 +277,9 @@ func (c *conn) connectWithin(actx context.Context, spec secretSpec, bud *budget)
 	cfg.QPS, cfg.Burst, cfg.Timeout = o.QPS, o.Burst, o.RESTTimeout
 	cfg.UserAgent = o.UserAgent(PurposeControllers)
 	cfg.Wrap(bud.wrap) // before any copy: every client of the cluster is capped
+	c.mu.Lock()
+	cfg.Wrap(c.gate.wrap) // and stops at Quiesce or the ownership's end
+	c.mu.Unlock()
 	if o.Prepare != nil {
 		pctx, cancel := context.WithTimeout(actx, o.PreflightTimeout)
 		err := o.Prepare(pctx, cfg)

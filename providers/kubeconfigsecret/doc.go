@@ -163,7 +163,10 @@
 // replica. mcr v0.24.1 derives the contexts of clusters started while
 // handling one cluster's Engage from that cluster's context; a conn's
 // context is cancelled with the cluster's name as cause, so an ownership
-// that ends because another cluster was removed is claimed again.
+// that ends because another cluster was removed is claimed again. Every
+// client of a connection sends through a gate that closes when the
+// ownership ends, or earlier at Provider.Quiesce, which also waits for the
+// requests in flight: a coordinator calls it before giving up a fence.
 //
 // Metrics on controller-runtime's registry: engage and probe latency
 // histograms, a gauge of clusters by state and one of each engaged

@@ -103,6 +103,15 @@ var _ = Describe("Ownership", func() {
 		engaged, ok := p.Context("own-a")
 		Expect(ok).To(BeTrue())
 
+		By("refusing every request of the cluster's clients once quiesced, before the ownership ends")
+		cl, err := p.Get(ctx, "own-a")
+		Expect(err).NotTo(HaveOccurred())
+		var ns corev1.Namespace
+		Expect(cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: "default"}, &ns)).To(Succeed())
+		Expect(p.Quiesce(ctx, "own-a")).To(Succeed())
+		Expect(cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: "default"}, &ns)).To(MatchError(kubeconfigsecret.ErrQuiesced))
+		Expect(p.Quiesce(ctx, "no-such-cluster")).To(Succeed(), "a cluster never connected has nothing in flight")
+
 		By("disengaging when the ownership ends, and connecting again when it comes back")
 		release()
 		Eventually(engaged.Done()).WithTimeout(5 * time.Second).Should(BeClosed())
@@ -111,6 +120,9 @@ var _ = Describe("Ownership", func() {
 		Expect(err).To(MatchError(multicluster.ErrClusterNotFound))
 		coord.own(context.Background(), "own-a")
 		Eventually(reason("own-a")).WithTimeout(30 * time.Second).Should(Equal(kubeconfigsecret.ReasonConnected))
+		cl, err = p.Get(ctx, "own-a")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: "default"}, &ns)).To(Succeed(), "a new ownership connects through a new gate")
 
 		By("claiming again a cluster whose ownership ended only because another cluster was removed")
 		// mcr's sharded coordinator derives the contexts of the clusters it
