@@ -364,10 +364,12 @@ func limiterOptions(c settings.Config, onGrant func(gate.Request)) limiter.Optio
 // when, and how the fleet bench splits a heal into limiter wait and the
 // rest. The limiter itself keeps the volume bounded (rate + burst a
 // second), so it is an Info line.
-func logGrant(log logr.Logger) func(gate.Request, time.Duration) {
-	return func(r gate.Request, waited time.Duration) {
+func logGrant(log logr.Logger) func(limiter.Granted) {
+	return func(g limiter.Granted) {
+		r := g.Request
 		log.Info("Destructive action granted", "cluster", r.Cluster, "namespace", r.Namespace, "etcdCluster", r.EtcdCluster,
-			"member", r.Member, "action", r.Action, "quorumLost", r.QuorumLost, "waitedSeconds", waited.Seconds())
+			"member", r.Member, "action", r.Action, "quorumLost", r.QuorumLost, "restoring", g.Restoring,
+			"waitedSeconds", g.Waited.Seconds())
 	}
 }
 

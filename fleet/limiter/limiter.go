@@ -264,6 +264,17 @@ func (l *Limiter) nowLocked() time.Time {
 	return now
 }
 
+// Granted is one grant as Options.OnGranted sees it.
+type Granted struct {
+	Request gate.Request
+	// Waited is the time from the request's first ask to the grant.
+	Waited time.Duration
+	// Restoring is true when the grant was served as one that gives its
+	// etcd cluster its quorum back (before every other heal), which a
+	// QuorumLost request is unless grants since its ask already do.
+	Restoring bool
+}
+
 // grantLocked hands out every available token to queued requests in fairness
 // order. It returns the requests to pass to OnGrant: all newly granted ones
 // except self, whose caller is told directly.
@@ -277,7 +288,7 @@ func (l *Limiter) grantLocked(now time.Time, self key) []gate.Request {
 		l.grantedTotal++
 		l.metrics.grant(e.req, now.Sub(e.firstAsk))
 		if l.opts.OnGranted != nil {
-			l.opts.OnGranted(e.req, now.Sub(e.firstAsk))
+			l.opts.OnGranted(Granted{Request: e.req, Waited: now.Sub(e.firstAsk), Restoring: e.class == urgent})
 		}
 		if k := keyOf(e.req); k != self {
 			woken = append(woken, e.req)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 )
 
 // TestOnGrantedReportsEveryWait: OnGranted fires once per grant, inline
@@ -14,8 +12,8 @@ import (
 func TestOnGrantedReportsEveryWait(t *testing.T) {
 	waited := map[key][]time.Duration{}
 	var s *sim
-	s = newSim(t, Options{Rate: 4, Burst: 3, OnGranted: func(r gate.Request, w time.Duration) {
-		waited[keyOf(r)] = append(waited[keyOf(r)], w)
+	s = newSim(t, Options{Rate: 4, Burst: 3, OnGranted: func(g Granted) {
+		waited[keyOf(g.Request)] = append(waited[keyOf(g.Request)], g.Waited)
 	}})
 	for c := range 4 {
 		for m := range 5 {
@@ -41,5 +39,24 @@ func TestOnGrantedReportsEveryWait(t *testing.T) {
 	}
 	if throttled == 0 {
 		t.Fatal("no request waited: the test does not exercise pacing")
+	}
+}
+
+// TestOnGrantedSaysWhetherTheGrantRestoresAQuorum: the grant line's
+// "restoring" is how the limiter served the request, which the fleet e2e
+// orders grants by: a quorum-lost request is served as restoring, an
+// ordinary heal is not.
+func TestOnGrantedSaysWhetherTheGrantRestoresAQuorum(t *testing.T) {
+	restoring := map[string]bool{}
+	s := newSim(t, Options{Rate: 1, Burst: 1, OnGranted: func(g Granted) {
+		restoring[g.Request.Member] = g.Restoring
+	}})
+	lost := req("c1", 1)
+	lost.QuorumLost = true
+	s.add(req("c0", 0), 0)
+	s.add(lost, 0)
+	s.run(time.Minute)
+	if len(restoring) != 2 || !restoring[lost.Member] || restoring[req("c0", 0).Member] {
+		t.Fatalf("restoring by member: %v; want only %s", restoring, lost.Member)
 	}
 }

@@ -61,12 +61,12 @@ type Options struct {
 	// reports what it sees now and moves up if it restores the quorum.
 	// Like OnGrant it must not block. Nil: requests re-ask on their Delay.
 	OnReask func(gate.Request)
-	// OnGranted is called for every grant, queued or not, with how long
-	// the request waited since its first ask: the manager logs it, so
-	// that every destructive action's wait can be read back. It is called
-	// with the limiter's lock held and must not call into the limiter or
-	// block.
-	OnGranted func(r gate.Request, waited time.Duration)
+	// OnGranted is called for every grant, queued or not, at the moment
+	// the limiter decides it (before the request claims it): the manager
+	// logs it, so that every destructive action's wait and the order of
+	// grants can be read back. It is called with the limiter's lock held
+	// and must not call into the limiter or block.
+	OnGranted func(Granted)
 	// GrantTTL is how long a grant waits to be claimed before its token is
 	// returned.
 	GrantTTL time.Duration

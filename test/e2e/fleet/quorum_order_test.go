@@ -2,18 +2,18 @@ package fleet_test
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/etcdfleet/etcdfleet/memberctl/gate"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
 )
 
-// quorumOrderSlack is how late a delete may follow the moment the limiter
-// should have put its request first: a grant reaches the apiserver as a
-// DELETE ~0.5 s later under load (the controller's own latency), and a
-// member asks again when its requeue or a sibling's Pod wakes it.
+// quorumOrderSlack is the leeway of the grant-order checks between the
+// limiter's grant lines and the apiserver's view of a member's ask: the
+// status saying a member waits is written just after it asked, and the
+// watch delivers it a little later under load.
 const quorumOrderSlack = time.Second
 
 // etcdClusterOf names the etcd cluster of a Pod named <cluster>-<suffix>.
@@ -52,22 +52,23 @@ func quorumLost(w string, l *e2eutil.PodLog) map[string]time.Time {
 	return out
 }
 
-// knownAt is when the limiter could first know that d restores its etcd
-// cluster's quorum, which its apiserver showed lost (again) at lost: once
-// d's member had asked, and a member of its etcd cluster asked after lost
-// (it saw the quorum go; the limiter then wakes the others to ask again,
-// Options.OnReask). Before that, no ask said so: a member notices a
-// sibling's terminal Pod only when it reconciles, seconds later on a
-// loaded machine with one worker per cluster.
-func knownAt(lost time.Time, d podDelete, asks map[string]map[string]time.Time) time.Time {
-	ec := etcdClusterOf(d.Cluster, d.Name)
+// knownAt is when the limiter could first know that a grant to member of
+// workload cluster w restores its etcd cluster ec's quorum, which its
+// apiserver showed lost (again) at lost: once the member had asked, and a
+// member of ec asked after lost. That ask carries a view with the quorum
+// gone and restores it itself, and the limiter wakes the siblings queued
+// as ordinary heals to ask again (Options.OnReask). Before that, no ask
+// said so: a member notices a sibling's terminal Pod only when it
+// reconciles, seconds later on a loaded machine with one worker per
+// cluster.
+func knownAt(lost time.Time, w, ec, member string, asks map[string]map[string]time.Time) time.Time {
 	at := lost
-	if a, ok := asks[d.Cluster][d.Name]; ok && a.After(at) {
+	if a, ok := asks[w][member]; ok && a.After(at) {
 		at = a
 	}
 	var seen time.Time
-	for m, a := range asks[d.Cluster] {
-		if etcdClusterOf(d.Cluster, m) == ec && !a.Before(lost) && (seen.IsZero() || a.Before(seen)) {
+	for m, a := range asks[w] {
+		if etcdClusterOf(w, m) == ec && !a.Before(lost) && (seen.IsZero() || a.Before(seen)) {
 			seen = a
 		}
 	}
@@ -77,51 +78,58 @@ func knownAt(lost time.Time, d podDelete, asks map[string]map[string]time.Time) 
 	return at
 }
 
-// quorumOrderViolations checks, from the apiservers' side, that the fleet
-// restored quorums first. The k-th replacement of an etcd cluster of three
-// restores its quorum when it is deleted after the (k+1)-th of its Pods was
-// seen terminal (k ≤ 2): until then the Pods still up and the replacements
-// already under way are a majority, as the limiter counts them. Once such
-// a replacement was needed (that terminal Pod seen, and its member had
-// asked the limiter), no replacement that restores no quorum, in another
-// etcd cluster, may be deleted before it, give or take quorumOrderSlack. A
-// FIFO, or a limiter that ignores quorum, fails it: w4 reboots while the
-// others' third members queue, so its quorum-restoring members ask after
-// them.
-func quorumOrderViolations(ds []podDelete, logs map[string]*e2eutil.PodLog, asks map[string]map[string]time.Time) []string {
-	terminal := map[string][]time.Time{} // etcd cluster -> Pods first terminal
+// orderedGrant is one heal grant with what its apiservers say of it.
+type orderedGrant struct {
+	loggedGrant
+	restoring   bool
+	urgentSince time.Time // restoring grants: since when the limiter knew
+}
+
+// servedBeforeQuorums checks the limiter's grant order (its grant lines,
+// logged when it decides) against the quorums its apiservers showed. The
+// k-th heal granted to an etcd cluster of three restores its quorum when
+// it is granted after the (k+1)-th of its Pods was seen terminal (k ≤ 2):
+// until then the Pods still up and the members granted before are a
+// majority. Once the limiter could know that (knownAt), no grant that
+// restores no quorum, of another etcd cluster, may come before it, give
+// or take quorumOrderSlack. It returns the violations and the restoring
+// grants with how long each waited from knownAt.
+func servedBeforeQuorums(rebootAt time.Time, grants []loggedGrant, logs map[string]*e2eutil.PodLog,
+	asks map[string]map[string]time.Time) (violations, restoring []string) {
+	terminal := map[string][]time.Time{} // etcd cluster → its Pods first seen terminal
 	for w, l := range logs {
-		maps.Copy(terminal, terminalTimes(w, l))
+		for ec, ts := range terminalTimes(w, l) {
+			terminal[ec] = ts
+		}
 	}
-	type step struct {
-		podDelete
-		urgentSince time.Time // restoring deletes: when the request should have gone first
-		restoring   bool
-	}
-	var steps []step
-	n := map[string]int{} // etcd cluster -> deletes so far (ds is oldest first)
-	for _, d := range ds {
-		ec := etcdClusterOf(d.Cluster, d.Name)
-		n[ec]++
-		s := step{podDelete: d}
-		if k, ts := n[ec], terminal[ec]; k <= 2 && len(ts) > k && ts[k].Before(d.At) {
-			s.restoring, s.urgentSince = true, knownAt(ts[k], d, asks)
+	var steps []orderedGrant
+	n := map[string]int{} // etcd cluster → heals granted so far
+	for _, g := range grants {
+		if g.at.Before(rebootAt) {
+			continue
+		}
+		s := orderedGrant{loggedGrant: g}
+		ec := g.cluster + "/" + g.etcdCluster
+		if g.namespace == etcdNS && !gate.Action(g.action).Planned() {
+			n[ec]++
+			if k, ts := n[ec], terminal[ec]; k <= 2 && len(ts) > k && ts[k].Before(g.at) {
+				s.restoring, s.urgentSince = true, knownAt(ts[k], g.cluster, ec, g.member, asks)
+				restoring = append(restoring, fmt.Sprintf("%s/%s %s", g.cluster, g.member, g.at.Sub(s.urgentSince).Round(10*time.Millisecond)))
+			}
 		}
 		steps = append(steps, s)
 	}
-	var out []string
 	for _, q := range steps {
-		if !q.restoring {
-			continue
-		}
 		for _, x := range steps {
-			if !x.restoring && etcdClusterOf(x.Cluster, x.Name) != etcdClusterOf(q.Cluster, q.Name) &&
-				x.At.After(q.urgentSince.Add(quorumOrderSlack)) && x.At.Add(quorumOrderSlack).Before(q.At) {
-				out = append(out, fmt.Sprintf("%s %s (restores no quorum) deleted at %s, before %s %s (restores its quorum; first since %s) at %s",
-					x.Cluster, x.Name, x.At.Format("15:04:05.000"), q.Cluster, q.Name,
-					q.urgentSince.Format("15:04:05.000"), q.At.Format("15:04:05.000")))
+			if !q.restoring || x.restoring || x.cluster+"/"+x.etcdCluster == q.cluster+"/"+q.etcdCluster && x.namespace == q.namespace {
+				continue
+			}
+			if x.at.After(q.urgentSince.Add(quorumOrderSlack)) && x.at.Add(quorumOrderSlack).Before(q.at) {
+				violations = append(violations, fmt.Sprintf("%s %s (%s, restores no quorum) granted at %s, before %s %s (restores its quorum; needed since %s) at %s",
+					x.cluster, x.member, x.action, x.at.Format("15:04:05.000"), q.cluster, q.member,
+					q.urgentSince.Format("15:04:05.000"), q.at.Format("15:04:05.000")))
 			}
 		}
 	}
-	return out
+	return violations, restoring
 }

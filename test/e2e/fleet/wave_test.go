@@ -226,8 +226,8 @@ func watchFleetRolling(ctx context.Context) func() int32 {
 // loggedGrant is one "Destructive action granted" line of the in-process
 // manager's limiter (app's logGrant), from suiteLog.
 type loggedGrant struct {
-	at                                 time.Time
-	cluster, namespace, member, action string
+	at                                              time.Time
+	cluster, namespace, etcdCluster, member, action string
 }
 
 // loggedGrants parses the limiter's grant lines from suiteLog.
@@ -239,11 +239,11 @@ func loggedGrants() []loggedGrant {
 		}
 		f := strings.Split(line, "\t")
 		at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(f[0]))
-		var kv struct{ Cluster, Namespace, Member, Action string }
+		var kv struct{ Cluster, Namespace, EtcdCluster, Member, Action string }
 		if err != nil || json.Unmarshal([]byte(f[len(f)-1]), &kv) != nil {
 			continue
 		}
-		out = append(out, loggedGrant{at, kv.Cluster, kv.Namespace, kv.Member, kv.Action})
+		out = append(out, loggedGrant{at, kv.Cluster, kv.Namespace, kv.EtcdCluster, kv.Member, kv.Action})
 	}
 	return out
 }
