@@ -2,6 +2,8 @@ package bench
 
 import (
 	"io"
+	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,4 +42,72 @@ func Scrape(url, family string) float64 {
 		return 0
 	}
 	return SumSeries(string(text), family)
+}
+
+// Buckets is a Prometheus histogram's cumulative bucket counts by upper
+// bound, summed over the series whose lines hold every label given.
+type Buckets map[float64]float64
+
+// ScrapeBuckets reads family's histogram (family_bucket lines) from every
+// url, summed; an endpoint that cannot be read adds nothing.
+func ScrapeBuckets(urls []string, family string, labels ...string) Buckets {
+	out := Buckets{}
+	for _, url := range urls {
+		resp, err := http.Get(url)
+		if err != nil {
+			continue
+		}
+		text, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(text), "\n") {
+			if !strings.HasPrefix(line, family+"_bucket{") ||
+				slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(line, l) }) {
+				continue
+			}
+			_, rest, ok := strings.Cut(line, `le="`)
+			le, rest, ok2 := strings.Cut(rest, `"`)
+			f := strings.Fields(rest)
+			if !ok || !ok2 || len(f) == 0 {
+				continue
+			}
+			bound, err1 := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
+			n, err2 := strconv.ParseFloat(f[len(f)-1], 64)
+			if err1 == nil && err2 == nil {
+				out[bound] += n
+			}
+		}
+	}
+	return out
+}
+
+// Since is the histogram of the observations made after before was read.
+func (b Buckets) Since(before Buckets) Buckets {
+	out := Buckets{}
+	for le, n := range b {
+		out[le] = n - before[le]
+	}
+	return out
+}
+
+// Count is how many observations the histogram holds.
+func (b Buckets) Count() float64 { return b[math.Inf(1)] }
+
+// Quantile is the upper bound of the bucket that holds the q-quantile
+// (the pessimistic reading of a histogram), +Inf past the last bound, and
+// 0 for an empty histogram.
+func (b Buckets) Quantile(q float64) float64 {
+	total := b.Count()
+	if total == 0 {
+		return 0
+	}
+	bounds := slices.Sorted(maps.Keys(b))
+	for _, le := range bounds {
+		if b[le] >= q*total {
+			return le
+		}
+	}
+	return math.Inf(1)
 }

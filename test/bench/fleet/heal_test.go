@@ -131,6 +131,7 @@ func healOnce(b *testing.B, n, replicas int) {
 
 	cs := startClients(b, ctx, f, ws)
 	grantsBefore := len(ms.grants())
+	queues := ms.queueTimes()
 	t0 := time.Now()
 	loadAtReboot := bench.HostLoad()
 	if err := f.RebootAll(ctx, kubelet.RebootOptions{Phase: kubelet.Alternate, Outage: outage}); err != nil {
@@ -142,7 +143,8 @@ func healOnce(b *testing.B, n, replicas int) {
 	}
 	gaps := cs.stop(b, ctx, ws)
 	run := healRun{ws: ws, t0: t0, rebootCall: rebootCall, replicas: replicas, limiter: cfg.Limiter,
-		tokens: tokens, grants: ms.grants()[grantsBefore:], loadAtReboot: loadAtReboot, managerRSS: ms.rss()}
+		tokens: tokens, grants: ms.grants()[grantsBefore:], loadAtReboot: loadAtReboot, managerRSS: ms.rss(),
+		queues: ms.queueTimes().since(queues)}
 	run.report(b)
 	reportGaps(b, gaps)
 }

@@ -26,6 +26,7 @@ type healRun struct {
 	limiter      limiter.Config      // fleet-wide
 	tokens       float64             // in the buckets at the reboot, all replicas
 	grants       []managerproc.Grant // during the heal, all replicas
+	queues       controllerTimes     // during the heal, all replicas
 	loadAtReboot string
 	managerRSS   float64
 }
@@ -114,6 +115,8 @@ func (r healRun) report(b *testing.B) {
     %s
   worst 1 s window of deletes, all replicas, from the apiservers' watch: %d from +%.2f s (bound rate + burst = %g)
   grants %d, of which waited %d; manager RSS %.0f MiB in all
+  where the controllers' time went during the heal, all replicas (bucket upper bounds):
+    %s
   host: at the reboot %s; at the end %s`,
 		len(r.ws), members, len(reps), r.replicas, r.limiter.Rate, r.limiter.Burst, r.tokens, outage,
 		heal.Seconds(), (heal + firstTerminal.Sub(r.t0)).Seconds(), bench.Percentile(healedAt, 0).Seconds(), bench.Percentile(healedAt, 0.5).Seconds(),
@@ -123,7 +126,7 @@ func (r healRun) report(b *testing.B) {
 		(heal+firstTerminal.Sub(r.t0)).Seconds()/bound.Seconds(), q,
 		len(reps), unmatched, strings.Join(lines, "\n    "),
 		worst, worstAt.Sub(r.t0).Seconds(), r.limiter.Rate+float64(r.limiter.Burst),
-		len(r.grants), throttled, r.managerRSS/mib, r.loadAtReboot, bench.HostLoad())
+		len(r.grants), throttled, r.managerRSS/mib, strings.Join(r.queues.lines(), "\n    "), r.loadAtReboot, bench.HostLoad())
 	r.picture(b, firstTerminal, heal, bound)
 }
 
