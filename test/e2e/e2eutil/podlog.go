@@ -26,9 +26,23 @@ type PodEvent struct {
 // them.
 type PodLog struct {
 	mu     sync.Mutex
+	start  map[string]bool // Pod name → Ready, in the list the watch starts from
 	events []PodEvent
 	stop   context.CancelFunc
 	done   chan struct{}
+}
+
+// ReadyAtStart is each Pod's readiness in the list the watch starts from:
+// replaying the events over it gives the readiness at every instant, with
+// no change lost between a separate read and the watch.
+func (l *PodLog) ReadyAtStart() map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]bool, len(l.start))
+	for k, v := range l.start {
+		out[k] = v
+	}
+	return out
 }
 
 // WatchPods starts recording; call Stop when done.
@@ -46,7 +60,10 @@ func WatchPods(ctx context.Context, cs kubernetes.Interface, ns string) (*PodLog
 		cancel()
 		return nil, err
 	}
-	l := &PodLog{stop: cancel, done: make(chan struct{})}
+	l := &PodLog{stop: cancel, done: make(chan struct{}), start: map[string]bool{}}
+	for i := range list.Items {
+		l.start[list.Items[i].Name] = PodReady(&list.Items[i])
+	}
 	go func() {
 		defer close(l.done)
 		defer w.Stop()

@@ -39,10 +39,10 @@ func retemplate(ctx context.Context, cluster, ns, name string, keys int) {
 	GinkgoHelper()
 	c := clients[cluster]
 	ids := e2eutil.MemberIDs(ctx, c, ns, name)
-	ready := podsReady(ctx, c, ns)
 	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(log.Stop)
+	ready := log.ReadyAtStart()
 	load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 
 	By("raising quotaBackendBytes and changing the resources")

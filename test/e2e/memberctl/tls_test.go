@@ -131,11 +131,12 @@ func startWatching(ctx context.Context, cluster, ns, name string) *rollWatch {
 	GinkgoHelper()
 	c := clients[cluster]
 	w := &rollWatch{cluster: cluster, ns: ns, name: name, ids: e2eutil.MemberIDs(ctx, c, ns, name),
-		hashes: secretsHashes(ctx, cluster, ns, name), ready: podsReady(ctx, c, ns)}
+		hashes: secretsHashes(ctx, cluster, ns, name)}
 	var err error
 	w.log, err = e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(w.log.Stop)
+	w.ready = w.log.ReadyAtStart()
 	w.load = lincheck.StartIn(ctx, sb, cluster, ns, name)
 	return w
 }

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,10 +97,10 @@ func upgrade(ctx context.Context, cluster, ns, name string, memory bool) (map[st
 func rollVersion(ctx context.Context, cluster, ns, name string, memory bool, to string) *e2eutil.PodLog {
 	GinkgoHelper()
 	c := clients[cluster]
-	ready := podsReady(ctx, c, ns)
 	log, err := e2eutil.WatchPods(ctx, fleet.Cluster(cluster).Clientset, ns)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(log.Stop)
+	ready := log.ReadyAtStart()
 	load := lincheck.StartIn(ctx, sb, cluster, ns, name)
 	stopFollowing := func() {}
 	if memory {
@@ -228,18 +227,6 @@ func expectRunning(ctx context.Context, cluster, ns, name, version string) {
 			g.Expect(m.Status.Version).To(Equal(version), "status.version of member %s", n)
 		}
 	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
-}
-
-// podsReady is each Pod's readiness in ns now.
-func podsReady(ctx context.Context, c client.Client, ns string) map[string]bool {
-	GinkgoHelper()
-	var list corev1.PodList
-	Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-	out := map[string]bool{}
-	for i := range list.Items {
-		out[list.Items[i].Name] = e2eutil.PodReady(&list.Items[i])
-	}
-	return out
 }
 
 // expectQuorumReady replays the Pod watch from the readiness at its start
