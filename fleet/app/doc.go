@@ -164,9 +164,9 @@
 // agree to well under the lease duration, as Lease-based election does.
 //
 // WorkersPerCluster also caps a healthy cluster: a big one heals with at
-// most that many reconciles at once. Its reconciles take milliseconds and
-// the limiter paces replacements fleet-wide anyway (2/s by default), so 4
-// of 8 workers costs it nothing measurable; the bound that matters is for
+// most that many reconciles at once. The limiter paces replacements
+// fleet-wide anyway (2/s by default), so 4 of 32 workers costs it nothing
+// measurable; the bound that matters is for
 // several clusters hung at once, which together hold up to their number
 // times WorkersPerCluster workers, each for at most RequestTimeout per
 // call, until they are disengaged. A legitimately slow API call (a loaded

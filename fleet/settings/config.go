@@ -71,7 +71,7 @@ func Default() Config {
 	return Config{
 		Namespace:  fleetv1.DefaultRegistrationNamespace,
 		EtcdAccess: string(operator.PortForward),
-		Workers:    8,
+		Workers:    operator.DefaultFleetWorkers,
 		// The isolation of clusters from each other is memberctl/operator's.
 		WorkersPerCluster:      operator.DefaultWorkersPerCluster,
 		ReconcileTimeout:       operator.DefaultReconcileTimeout,

@@ -69,6 +69,9 @@ func startManagers(b *testing.B, ctx context.Context, f *sandbox.Fleet, cfg sett
 		if n > 1 {
 			args = append(args, "--shard", "--shard-replica-id="+name)
 		}
+		// BENCH_MANAGER_ARGS adds flags, for comparing settings under the
+		// same load (for example --workers=32).
+		args = append(args, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...)
 		p, err := managerproc.Start(bin, managerproc.Options{Name: name, Args: args, Log: verboseLog(name)})
 		if err != nil {
 			b.Fatal(err)
