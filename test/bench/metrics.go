@@ -32,16 +32,22 @@ func SumSeries(text, family string, labels ...string) float64 {
 // Scrape reads a plain-HTTP /metrics endpoint and returns SumSeries of
 // family, or 0 if it cannot be read.
 func Scrape(url, family string) float64 {
+	text, ok := fetch(url)
+	if !ok {
+		return 0
+	}
+	return SumSeries(text, family)
+}
+
+// fetch reads a plain-HTTP /metrics page; false if it cannot be read.
+func fetch(url string) (string, bool) {
 	resp, err := http.Get(url)
 	if err != nil {
-		return 0
+		return "", false
 	}
 	defer resp.Body.Close()
 	text, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0
-	}
-	return SumSeries(string(text), family)
+	return string(text), err == nil
 }
 
 // Buckets is a Prometheus histogram's cumulative bucket counts by upper
@@ -53,16 +59,11 @@ type Buckets map[float64]float64
 func ScrapeBuckets(urls []string, family string, labels ...string) Buckets {
 	out := Buckets{}
 	for _, url := range urls {
-		resp, err := http.Get(url)
-		if err != nil {
+		text, ok := fetch(url)
+		if !ok {
 			continue
 		}
-		text, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(text), "\n") {
+		for _, line := range strings.Split(text, "\n") {
 			if !strings.HasPrefix(line, family+"_bucket{") ||
 				slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(line, l) }) {
 				continue

@@ -2,6 +2,7 @@ package e2eutil
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -38,11 +39,7 @@ type PodLog struct {
 func (l *PodLog) ReadyAtStart() map[string]bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]bool, len(l.start))
-	for k, v := range l.start {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(l.start)
 }
 
 // WatchPods starts recording; call Stop when done.
