@@ -83,7 +83,7 @@ var _ = Describe("Restore drill", func() {
 			g.Expect(st.Duration).NotTo(BeNil())
 			g.Expect(st.Duration.Duration).To(BeNumerically(">", 0))
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		Expect(sb.Events(ctx, cluster, ns, name, corev1.EventTypeNormal, v1alpha1.ReasonRestoreDrillPassed)).NotTo(BeEmpty())
+		sb.ExpectEvent(ctx, cluster, ns, name, corev1.EventTypeNormal, v1alpha1.ReasonRestoreDrillPassed)
 
 		By("the stored object replaced behind the snapshot's back, the next drill fails")
 		theirs := []byte("not a snapshot")
@@ -96,7 +96,7 @@ var _ = Describe("Restore drill", func() {
 			g.Expect(cond.Message).To(ContainSubstring("EtcdSnapshot " + snap.Name))
 			g.Expect(st.CompletionTime).NotTo(BeNil())
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		Expect(sb.Events(ctx, cluster, ns, name, corev1.EventTypeWarning, v1alpha1.ReasonRestoreDrillFailed)).NotTo(BeEmpty())
+		sb.ExpectWarningEvent(ctx, cluster, ns, name, v1alpha1.ReasonRestoreDrillFailed)
 
 		// A failed drill never touched the running cluster: same Pods, same data.
 		Expect(e2eutil.PodUIDs(ctx, c, ns, name)).To(Equal(pods))

@@ -46,7 +46,7 @@ var _ = Describe("faults", Ordered, func() {
 			m := getMember(ctx, c, ns, victim)
 			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionReplacementsExhausted)).To(BeTrue())
 		}).WithTimeout(2 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "ReplacementsExhausted")).NotTo(BeEmpty())
+		sb.ExpectWarningEvent(ctx, cluster, ns, victim, "ReplacementsExhausted")
 		m := getMember(ctx, c, ns, victim)
 		Expect(m.Status.Replacement.CappedCount).To(BeEquivalentTo(5))
 		Expect(m.Status.Replacement.LastReason).To(Equal("UnexpectedAdmissionError"))

@@ -106,7 +106,7 @@ var _ = Describe("replacement safety", Ordered, func() {
 		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(ec.Status.Replacement.CappedCount).To(BeEquivalentTo(5), "the default cap")
 		Expect(ec.Status.Replacement.LastReason).To(Equal("PodLost"))
-		Expect(sb.WarningEvents(ctx, cluster, ns, name, v1alpha1.ConditionReplacementsExhausted)).NotTo(BeEmpty())
+		sb.ExpectWarningEvent(ctx, cluster, ns, name, v1alpha1.ConditionReplacementsExhausted)
 		total := ec.Status.Replacement.Total
 		Consistently(func() int32 {
 			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &ec)).To(Succeed())

@@ -88,10 +88,12 @@ var _ = Describe("an EtcdCluster's lifecycle", func() {
 						}
 						// A new member joins as a learner and votes only once
 						// promoted: the cluster's Events say both, in that order.
-						Expect(sb.EventMessages(ctx, cluster, ns, name, "MemberAdded")).To(ContainElement(
-							ContainSubstring("Added member "+n+" to etcd as learner")), "member %s joined as a learner", n)
-						Expect(sb.EventMessages(ctx, cluster, ns, name, "MemberPromoted")).To(ContainElement(
-							ContainSubstring("Promoted member "+n)), "member %s was promoted", n)
+						Eventually(func(g Gomega) {
+							g.Expect(sb.EventMessages(ctx, cluster, ns, name, "MemberAdded")).To(ContainElement(
+								ContainSubstring("Added member "+n+" to etcd as learner")), "member %s joined as a learner", n)
+							g.Expect(sb.EventMessages(ctx, cluster, ns, name, "MemberPromoted")).To(ContainElement(
+								ContainSubstring("Promoted member "+n)), "member %s was promoted", n)
+						}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 					}
 					for n, id := range ids {
 						if got, ok := now[n]; ok {

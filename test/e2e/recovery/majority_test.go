@@ -63,7 +63,7 @@ var _ = Describe("a lost majority with a survivor", Ordered, func() {
 		for n := range now {
 			Expect(ids).NotTo(HaveKey(n), "every member is new: the old ones, the survivor too, were removed")
 		}
-		Expect(sb.WarningEvents(ctx, cluster, ns, name, v1alpha1.ReasonRecoveringFromSurvivor)).NotTo(BeEmpty())
+		sb.ExpectWarningEvent(ctx, cluster, ns, name, v1alpha1.ReasonRecoveringFromSurvivor)
 		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(9*time.Minute))
 

@@ -47,7 +47,7 @@ var _ = Describe("a node that does not come back", func() {
 			Expect(e2eutil.Pod(ctx, c, ns, n).Spec.NodeName).NotTo(Equal(old.Spec.NodeName), "placed on a node that runs")
 			Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.PVCName(n)}, &corev1.PersistentVolumeClaim{})).To(Succeed())
 		}
-		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "ReplacingNodeLostMember")).NotTo(BeEmpty())
+		sb.ExpectWarningEvent(ctx, cluster, ns, victim, "ReplacingNodeLostMember")
 		etcd.Close()
 		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 

@@ -37,7 +37,7 @@ var _ = Describe("hard power loss", Ordered, func() {
 
 		By("the member on the wiped tmpfs goes, and a new member with a new ID takes its place")
 		expectReplacedWithNewID(ctx, c, ns, name, victim, ids, load)
-		Expect(sb.WarningEvents(ctx, cluster, ns, victim, "MemoryMemberLost")).NotTo(BeEmpty())
+		sb.ExpectWarningEvent(ctx, cluster, ns, victim, "MemoryMemberLost")
 		etcd.Close()
 		e2eutil.ExpectKeysIn(ctx, fleet.Cluster(cluster).Config, c, ns, name, "k", 100)
 	}, SpecTimeout(6*time.Minute))

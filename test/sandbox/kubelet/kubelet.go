@@ -133,6 +133,10 @@ type nodeState struct {
 	failAdmission bool
 	// poweredOff: the node's kubelet is dead; it neither runs nor writes.
 	poweredOff bool
+	// outages counts the node's power losses, so that an outage's timed
+	// boot does nothing once PowerOn booted the node (or a later outage
+	// owns it).
+	outages int
 	// lease is the Node's Lease as last written (nil: read it first).
 	lease *coordinationv1.Lease
 }

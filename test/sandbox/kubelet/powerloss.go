@@ -26,7 +26,8 @@ import (
 // marks the Node Ready, finishes the deletes of Pods evicted meanwhile,
 // and starts every other non-terminal Pod bound to it again in a new
 // sandbox, same UID: init containers run again, and containers restart
-// with restartCount+1 and lastState terminated (Unknown, 255).
+// with restartCount+1 and lastState terminated (Unknown, 255). PowerOn
+// boots it earlier.
 func (k *Kubelet) PowerLoss(ctx context.Context, node string, outage time.Duration) error {
 	k.mu.Lock()
 	n := k.nodes[node]
@@ -35,6 +36,8 @@ func (k *Kubelet) PowerLoss(ctx context.Context, node string, outage time.Durati
 		return fmt.Errorf("unknown node %q", node)
 	}
 	n.up, n.poweredOff = false, true
+	n.outages++
+	outageNo := n.outages
 	var victims []*podWorker
 	for _, w := range k.workers {
 		if w.pod.Spec.NodeName == node {
@@ -56,18 +59,40 @@ func (k *Kubelet) PowerLoss(ctx context.Context, node string, outage time.Durati
 		case <-k.stopCh():
 			return
 		}
-		if err := k.boot(node); err != nil {
+		if err := k.boot(node, outageNo); err != nil {
 			k.opts.Logf("kubelet %s: node %s did not boot: %v", k.opts.Cluster, node, err)
 		}
 	}()
 	return nil
 }
 
-// boot brings a powered-off node's kubelet back; SetNodeReady resyncs
-// every Pod, which starts the node's Pods again.
-func (k *Kubelet) boot(node string) error {
+// PowerOn boots a powered-off node now, before its outage ends. A spec
+// that waits for what an outage causes (evictions past tolerationSeconds
+// on a loaded machine) powers the node off for long and boots it once it
+// saw that, instead of guessing a time that also holds under load.
+func (k *Kubelet) PowerOn(node string) error {
 	k.mu.Lock()
-	k.nodes[node].poweredOff = false
+	n := k.nodes[node]
+	if n == nil {
+		k.mu.Unlock()
+		return fmt.Errorf("unknown node %q", node)
+	}
+	outageNo := n.outages
+	k.mu.Unlock()
+	return k.boot(node, outageNo)
+}
+
+// boot brings a node's kubelet back after its outageNo-th power loss;
+// SetNodeReady resyncs every Pod, which starts the node's Pods again. It
+// does nothing when the node is up already or another outage owns it.
+func (k *Kubelet) boot(node string, outageNo int) error {
+	k.mu.Lock()
+	n := k.nodes[node]
+	if !n.poweredOff || n.outages != outageNo {
+		k.mu.Unlock()
+		return nil
+	}
+	n.poweredOff = false
 	k.mu.Unlock()
 	return k.SetNodeReady(context.Background(), node, true)
 }
