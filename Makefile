@@ -16,13 +16,6 @@ CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controll
 HELM           := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 ASSETS_ENV      = K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) ETCD_PREVIOUS_VERSION=$(ETCD_PREVIOUS_VERSION)
 # Concurrent control-plane starts on 2 cores are CPU-bound: allow 90 s.
-# The test phase is CPU-bound on 2 cores, and most of its CPU is Go
-# processes with small live heaps under heavy allocation: kube-apiservers
-# (756 CPU-s of a CI run), etcds (670) and the test binaries (about 300).
-# TEST_GOGC spaces their collections out (memory is not short here: 24 GiB);
-# it reaches every process the tests start except the etcd members, whose
-# environment is the Pod's. Not in the benchmarks: they measure memory.
-TEST_GOGC      ?= 400
 TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
                   KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM) \
                   SEAWEEDFS_BINARY="$$(test/tools/seaweedfs.sh)"
@@ -98,7 +91,7 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	@start=$$(date +%s); test/tools/seaweedfs.sh >/dev/null; \
 	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); log=$$(mktemp); rc=0; \
-	  $(TEST_ENV) GOGC=$(TEST_GOGC) go test $(GO_TEST_FLAGS) ./... 2>&1 | tee $$log || rc=$$?; \
+	  $(TEST_ENV) go test $(GO_TEST_FLAGS) ./... 2>&1 | tee $$log || rc=$$?; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"; \
 	  if [ $$rc -ne 0 ]; then echo "--- why the failed specs failed (e2eutil.PrintFailures; full output above) ---"; \
 	    grep -A$(FAILURE_LINES) '^FAILED: ' $$log | cut -c1-240 || true; fi; \
@@ -120,11 +113,11 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 10s); make test runs only th
 
 .PHONY: test-e2e
 test-e2e: ## Run only the sandbox e2e suites under test/.
-	$(TEST_ENV) GOGC=$(TEST_GOGC) go test $(GO_TEST_FLAGS) ./test/...
+	$(TEST_ENV) go test $(GO_TEST_FLAGS) ./test/...
 
 .PHONY: test-e2e-shard
 test-e2e-shard: ## Run the sharding e2e: 3 manager replicas with --shard over 6 workload clusters (its own sandbox), then three more with the apiservers' audit proof of the fences and duplicate registrations across replicas.
-	$(TEST_ENV) GOGC=$(TEST_GOGC) go test -count=1 -timeout 25m ./test/e2e/fleet/ -ginkgo.label-filter=shard
+	$(TEST_ENV) go test -count=1 -timeout 25m ./test/e2e/fleet/ -ginkgo.label-filter=shard
 
 .PHONY: demo
 demo: ## Run the main job on a local fleet: register clusters, reboot every node, watch them heal, back them up to S3 (DEMO_ARGS=--keep leaves it up).
