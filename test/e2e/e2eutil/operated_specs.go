@@ -28,12 +28,6 @@ func (s *OperatedSandbox) Events(ctx context.Context, cluster, ns, object, typ, 
 	return out
 }
 
-// WarningEvents are the Warning Events of reason on object.
-func (s *OperatedSandbox) WarningEvents(ctx context.Context, cluster, ns, object, reason string) []corev1.Event {
-	GinkgoHelper()
-	return s.Events(ctx, cluster, ns, object, corev1.EventTypeWarning, reason)
-}
-
 // ExpectEvent waits until an Event of type typ and reason is recorded on
 // object. A recorder sends its Events asynchronously, a moment after the
 // status write a spec saw (CI once listed none right after the condition
