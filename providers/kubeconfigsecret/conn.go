@@ -168,24 +168,17 @@ func (c *conn) run() {
 			return
 		}
 		spec, actx, acancel := c.begin(own)
-		if delay > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-actx.Done():
+		if !c.waitToConnect(actx, delay) {
+			acancel()
+			if c.settle(c.interrupted()) == stopped {
+				return
 			}
-			t.Stop()
-			if actx.Err() != nil {
-				acancel()
-				if c.settle(c.interrupted()) == stopped {
-					return
-				}
-				b, delay = c.p.opts.Backoff, 0
-				continue
-			}
+			b, delay = c.p.opts.Backoff, 0
+			continue
 		}
 		start := time.Now()
 		s, f := c.connect(actx, spec)
+		<-c.p.connectSlots
 		if f != nil {
 			interrupted := actx.Err() != nil
 			acancel()
@@ -229,6 +222,34 @@ func (c *conn) run() {
 				st.Message += fmt.Sprintf("; retrying in %s", delay.Round(10*time.Millisecond))
 			})
 		}
+	}
+}
+
+// waitToConnect waits out delay, then for a connection slot
+// (Options.MaxConcurrentConnects), which the caller gives back once its
+// attempt has ended. It returns false, holding no slot, when actx ends
+// first.
+func (c *conn) waitToConnect(actx context.Context, delay time.Duration) bool {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-actx.Done():
+			return false
+		}
+	}
+	select {
+	case c.p.connectSlots <- struct{}{}:
+		return true
+	default:
+	}
+	c.log.V(1).Info("Waiting for a connection slot", "maxConcurrentConnects", cap(c.p.connectSlots))
+	select {
+	case c.p.connectSlots <- struct{}{}:
+		return true
+	case <-actx.Done():
+		return false
 	}
 }
 

@@ -127,7 +127,14 @@
 // Engage itself is bounded by SyncTimeout. A failed attempt sets the state's
 // Reason and Message (credentials are removed from every message) and is
 // retried after Backoff (1s doubling to 5m); a new kubeconfig in the Secret
-// interrupts the wait, or the attempt, at once.
+// interrupts the wait, or the attempt, at once. At most
+// MaxConcurrentConnects attempts run at once across the provider's
+// clusters (16 by default): each takes a slot after its backoff and gives
+// it back when the attempt has engaged or failed, so a manager that starts
+// with hundreds of clusters registered connects them in waves rather than
+// sending every pre-flight and initial list at once. Every step of an
+// attempt has its timeout, so a cluster that never answers gives its slot
+// back within PreflightTimeout and SyncTimeout.
 //
 // An engaged cluster is probed (GET /version) every ProbeInterval under
 // ProbeTimeout. FailureThreshold failures in a row disengage it (its

@@ -38,6 +38,14 @@ const (
 	DefaultAccessRecheckInterval = time.Minute
 	// DefaultAccessSweepInterval: see Options.AccessSweepInterval.
 	DefaultAccessSweepInterval = 10 * time.Minute
+	// DefaultMaxConcurrentConnects: see Options.MaxConcurrentConnects. A
+	// connection attempt sends a cluster about 60 access reviews, discovery
+	// and a list per watched kind, and holds their responses until the
+	// caches have synced. 16 at once engage a hundred healthy clusters in a
+	// few waves of about a second each, while a manager that starts with a
+	// thousand registered never sends 70,000 requests in one burst, nor
+	// holds the memory of a thousand initial lists at once.
+	DefaultMaxConcurrentConnects = 16
 )
 
 // AccessCheck is one permission the workload-cluster credentials need,
@@ -121,6 +129,14 @@ type Options struct {
 	// only ends, and is resumed. One cluster cannot fill the manager's
 	// memory with one answer.
 	MaxResponseBytes int64
+	// MaxConcurrentConnects bounds the connection attempts (pre-flight,
+	// cache sync, engage) that run at once across every cluster of the
+	// provider (default DefaultMaxConcurrentConnects); the others wait for
+	// a slot, in no set order, with ClusterState Reason Connecting. An
+	// engaged cluster holds no slot, and every step of an attempt has its
+	// timeout (PreflightTimeout, SyncTimeout), so a cluster that never
+	// answers gives its slot back within them.
+	MaxConcurrentConnects int
 	// MaxObjects caps the objects a cluster's caches hold (default
 	// DefaultMaxObjects); past it the cluster is disengaged with
 	// ReasonOverBudget, which drops its caches.
@@ -290,6 +306,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxObjects == 0 {
 		o.MaxObjects = DefaultMaxObjects
 	}
+	if o.MaxConcurrentConnects == 0 {
+		o.MaxConcurrentConnects = DefaultMaxConcurrentConnects
+	}
 	if o.Backoff.Duration == 0 {
 		o.Backoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Cap: 5 * time.Minute}
 	}
@@ -331,8 +350,8 @@ func (o Options) validate() error {
 	if o.FailureThreshold < 0 {
 		errs = append(errs, errors.New("FailureThreshold must not be negative"))
 	}
-	if o.MaxResponseBytes < 0 || o.MaxObjects < 0 {
-		errs = append(errs, errors.New("MaxResponseBytes and MaxObjects must not be negative"))
+	if o.MaxResponseBytes < 0 || o.MaxObjects < 0 || o.MaxConcurrentConnects < 0 {
+		errs = append(errs, errors.New("MaxResponseBytes, MaxObjects and MaxConcurrentConnects must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -43,8 +43,11 @@ type Provider struct {
 	recorder record.EventRecorder
 
 	started chan struct{} // closed when the leader-elected runnable starts
-	runCtx  context.Context
-	wg      sync.WaitGroup
+	// connectSlots holds a token per connection attempt under way
+	// (Options.MaxConcurrentConnects).
+	connectSlots chan struct{}
+	runCtx       context.Context
+	wg           sync.WaitGroup
 
 	mu       sync.Mutex
 	conns    map[string]*conn         // by Secret name: one owner goroutine each
@@ -85,14 +88,15 @@ func New(opts Options) (*Provider, error) {
 		return nil, fmt.Errorf("kubeconfigsecret: %w", err)
 	}
 	return &Provider{
-		opts:    opts,
-		watched: watched,
-		log:     ctrl.Log.WithName("kubeconfigsecret"),
-		started: make(chan struct{}),
-		conns:   map[string]*conn{},
-		states:  map[string]*ClusterState{},
-		active:  map[string]*session{},
-		owners:  map[string]string{},
+		opts:         opts,
+		watched:      watched,
+		log:          ctrl.Log.WithName("kubeconfigsecret"),
+		started:      make(chan struct{}),
+		connectSlots: make(chan struct{}, opts.MaxConcurrentConnects),
+		conns:        map[string]*conn{},
+		states:       map[string]*ClusterState{},
+		active:       map[string]*session{},
+		owners:       map[string]string{},
 	}, nil
 }
 

@@ -197,3 +197,25 @@ func procKB(path, key string) float64 {
 	}
 	return 0
 }
+
+// CPUSeconds is the user and system CPU time process pid has used so far
+// (utime and stime of /proc/<pid>/stat), or 0 if it is gone.
+func CPUSeconds(pid int) float64 {
+	out, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name in parentheses may hold spaces; fields count from
+	// after it, where state is field 3 and utime and stime are 14 and 15.
+	f := strings.Fields(string(out[strings.LastIndexByte(string(out), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
