@@ -17,6 +17,15 @@ type LiteKnobs struct {
 	// Go's default): a kube-apiserver is a Go process, and at rest most of
 	// its RSS is heap the collector has not returned yet.
 	GOGC, GOMEMLIMIT string
+	// GOMAXPROCS, if set, goes into the environment too: a hundred idle
+	// Go runtimes on two cores each keep fewer threads spinning for work
+	// with one P.
+	GOMAXPROCS string
+	// Nice, if above 0, starts the apiserver at that niceness: on a
+	// machine shared with the code under test, a hundred apiservers that
+	// in a real fleet each have their own machine must not take the CPU
+	// from the one process being measured.
+	Nice int
 }
 
 // liteAPIsOff are the API groups a lite cluster does not serve: none of
@@ -92,25 +101,28 @@ func DefaultLiteKnobs() LiteKnobs {
 const liteScriptDir = "etcdfleet-lite-"
 
 // binary returns the path to start the apiserver by: kube-apiserver
-// itself, or with Go environment variables a script that sets them and
-// execs it (envtest starts processes with this process's environment),
+// itself, or with Go environment variables or a niceness a script that
+// sets them and execs it (envtest starts processes with this process's environment),
 // so the process ID stays the apiserver's.
 func (k LiteKnobs) binary(apiserver string) (string, error) {
-	if k.GOGC == "" && k.GOMEMLIMIT == "" {
+	if k.GOGC == "" && k.GOMEMLIMIT == "" && k.GOMAXPROCS == "" && k.Nice <= 0 {
 		return apiserver, nil
 	}
 	env := ""
-	if k.GOGC != "" {
-		env += "GOGC=" + k.GOGC + " "
+	for _, v := range []struct{ name, value string }{{"GOGC", k.GOGC}, {"GOMEMLIMIT", k.GOMEMLIMIT}, {"GOMAXPROCS", k.GOMAXPROCS}} {
+		if v.value != "" {
+			env += v.name + "=" + v.value + " "
+		}
 	}
-	if k.GOMEMLIMIT != "" {
-		env += "GOMEMLIMIT=" + k.GOMEMLIMIT + " "
+	nice := ""
+	if k.Nice > 0 {
+		nice = fmt.Sprintf("nice -n %d ", k.Nice)
 	}
 	dir, err := os.MkdirTemp("", liteScriptDir+"*")
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "kube-apiserver")
-	script := fmt.Sprintf("#!/bin/sh\nexec env %s%q \"$@\"\n", env, apiserver)
+	script := fmt.Sprintf("#!/bin/sh\nexec %senv %s%q \"$@\"\n", nice, env, apiserver)
 	return path, os.WriteFile(path, []byte(script), 0o755)
 }

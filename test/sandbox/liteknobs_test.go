@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -13,14 +16,14 @@ import (
 func TestLiteKnobsBinary(t *testing.T) {
 	// A stand-in apiserver that prints what it was given.
 	fake := filepath.Join(t.TempDir(), "kube-apiserver")
-	script := "#!/bin/sh\necho \"GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT\"\nfor a in \"$@\"; do echo \"[$a]\"; done\n"
+	script := "#!/bin/sh\necho \"GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT GOMAXPROCS=$GOMAXPROCS nice=$(nice)\"\nfor a in \"$@\"; do echo \"[$a]\"; done\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := (LiteKnobs{}).binary(fake); err != nil || p != fake {
 		t.Fatalf("no Go knobs: %q, %v; want %q itself", p, err, fake)
 	}
-	p, err := LiteKnobs{GOGC: "50", GOMEMLIMIT: "100MiB"}.binary(fake)
+	p, err := LiteKnobs{GOGC: "50", GOMEMLIMIT: "100MiB", GOMAXPROCS: "1", Nice: 5}.binary(fake)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +32,12 @@ func TestLiteKnobsBinary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if want := "GOGC=50 GOMEMLIMIT=100MiB\n[--a=1]\n[two words]\n"; string(out) != want {
+	base, err := exec.Command("nice").Output() // this test's own niceness
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(base)))
+	if want := fmt.Sprintf("GOGC=50 GOMEMLIMIT=100MiB GOMAXPROCS=1 nice=%d\n[--a=1]\n[two words]\n", min(19, n+5)); string(out) != want {
 		t.Errorf("the script ran the apiserver with:\n%s\nwant:\n%s", out, want)
 	}
 }
