@@ -18,6 +18,15 @@ func (c *conn) supervise(actx context.Context, s *session) outcome {
 	for {
 		select {
 		case <-rt.C:
+			if fails > 0 {
+				// The last probe got no answer: the rights cannot be read
+				// either, and each look would wait out ProbeTimeout twice
+				// before the next probe, stretching FailureThreshold probes
+				// of a hung apiserver from FailureThreshold·ProbeInterval to
+				// minutes. Nothing can be written to it meanwhile; the looks
+				// resume with the first probe answered.
+				continue
+			}
 			full := c.checkRights(actx, s, false)
 			if problem := c.recheckConstraint(actx, s, full); problem != "" {
 				c.p.update(c, func(st *ClusterState) {
