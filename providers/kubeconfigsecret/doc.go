@@ -193,7 +193,10 @@
 // AccessRecheckInterval per cluster while the rules stay the same, and one
 // SelfSubjectAccessReview per permission and verb when they change, at a
 // 403, or every AccessSweepInterval; all are answered by the workload
-// apiserver's authorizer from memory. The rules review stands in for the
+// apiserver's authorizer from memory. No recheck runs while the last
+// probe went unanswered: against a hung apiserver each would wait out
+// ProbeTimeout before the next probe, and FailureThreshold probes would
+// take minutes instead of FailureThreshold intervals. The rules review stands in for the
 // sweep because RBAC only grants: the rights the sweep found change only
 // with the rules. An authorizer that cannot list its rules (a webhook)
 // makes the review incomplete, and the sweep then runs every
