@@ -74,7 +74,10 @@ func isolationSpecs() {
 		By("registering w1 and w2 again once w3 is disengaged and reconnecting to its hung apiserver")
 		// FailureThreshold × ProbeInterval is 30 s. The limit is four times
 		// that: with e2e/memberctl running beside this suite (load 40 and
-		// more on 2 cores), once it took over a minute. This waits for the
+		// more on 2 cores), once it took over a minute. (It once took more
+		// than two while each rights recheck of the hung apiserver also
+		// waited out ProbeTimeout between the probes; the provider now
+		// skips them while a probe goes unanswered.) This waits for the
 		// setup of the spec; what the spec bounds comes after it.
 		Eventually(func() string { st, _ := fm.Provider.State(hung); return st.Reason }).WithContext(ctx).
 			WithTimeout(2 * time.Minute).WithPolling(20 * time.Millisecond).Should(Equal(kubeconfigsecret.ReasonDisconnected))
