@@ -25,12 +25,18 @@ func PrintFailures(r Report) {
 		if len(msg) > failureMessageMax {
 			msg = msg[:failureMessageMax] + " […]"
 		}
-		name := s.FullText()
-		if name == "" {
-			name = s.LeafNodeType.String()
-		}
+		name := nodeName(s)
 		// Stdout, not GinkgoWriter: a report node's GinkgoWriter output is
 		// shown only when the node itself fails.
 		fmt.Fprintf(os.Stdout, "\nFAILED: %s\n  at %s (%s)\n  %s\n", name, s.Failure.Location, s.Failure.FailureNodeType, msg)
 	}
+}
+
+// nodeName is a spec's full text, or for a suite node (BeforeSuite, a
+// DeferCleanup), which has none, its node type.
+func nodeName(s SpecReport) string {
+	if name := s.FullText(); name != "" {
+		return name
+	}
+	return s.LeafNodeType.String()
 }

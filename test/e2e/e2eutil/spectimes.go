@@ -12,9 +12,9 @@ import (
 
 // SpecTimesEnv names the file to which every e2e suite appends how long
 // each of its nodes took (specs, BeforeSuite, AfterSuite), one line each:
-// seconds, suite, node. make test sets it and prints the slowest after the
-// run: the CI budget (DEVELOPERS.md) is spent spec by spec, and go test
-// shows only a package's total.
+// seconds, suite, node. Set it to see where an e2e run's time goes
+// (sort -rn the file): the CI budget (DEVELOPERS.md) is spent spec by
+// spec, and go test shows only a package's total.
 const SpecTimesEnv = "E2E_SPEC_TIMES"
 
 // WriteSpecTimes is a ReportAfterSuite body that appends the suite's node
@@ -31,11 +31,7 @@ func WriteSpecTimes(r Report) {
 		if s.State.Is(types.SpecStateSkipped|types.SpecStatePending) || s.RunTime == 0 {
 			continue
 		}
-		name := s.FullText()
-		if name == "" {
-			name = s.LeafNodeType.String()
-		}
-		fmt.Fprintf(&b, "%7.1f\t%s\t%s\n", s.RunTime.Round(100*time.Millisecond).Seconds(), r.SuiteDescription, oneLine(name))
+		fmt.Fprintf(&b, "%7.1f\t%s\t%s\n", s.RunTime.Round(100*time.Millisecond).Seconds(), r.SuiteDescription, oneLine(nodeName(s)))
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
