@@ -17,7 +17,9 @@ import (
 	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/restore"
 )
 
-// Exit codes: a lost data dir is told apart from a broken guard.
+// Exit codes: a lost data dir is told apart from a broken guard, and a
+// snapshot Job's failure that a retry would meet again
+// (agent.ExitPermanent) from one worth retrying.
 const (
 	exitDataDirLost = 1
 	exitError       = 2
@@ -31,6 +33,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		if errors.Is(err, datadirguard.ErrDataDirLost) {
 			os.Exit(exitDataDirLost)
+		}
+		if agent.Permanent(err) {
+			os.Exit(agent.ExitPermanent)
 		}
 		os.Exit(exitError)
 	}

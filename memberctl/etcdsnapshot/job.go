@@ -191,6 +191,20 @@ func secretVolume(name string, keys ...string) corev1.VolumeSource {
 	return corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name, Items: items}}
 }
 
+// failOnPermanent fails an agent Job at its first Pod that exits
+// agent.ExitPermanent: the next Pod would meet the same object, the same
+// mismatch or the same refused credentials (agent.Permanent), and the Job
+// controller's backoff would only delay the outcome by 10 s, 20 s, ...
+// Other failures still count against the Job's backoffLimit. A new value
+// each time: a client decodes the server's answer into the Job it sent.
+func failOnPermanent() *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: ptr.To(containerID),
+			Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{agent.ExitPermanent}},
+	}}}
+}
+
 // agentJob is a Job named name running `etcdfleet-agent snapshot-agent`
 // with cfg for snapshot s.
 func agentJob(s *v1alpha1.EtcdSnapshot, name string, cfg agent.Config, v volumes, backoffLimit int32, deadline time.Duration, o Options) *batchv1.Job {
@@ -203,6 +217,7 @@ func agentJob(s *v1alpha1.EtcdSnapshot, name string, cfg agent.Config, v volumes
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:            ptr.To(backoffLimit),
+			PodFailurePolicy:        failOnPermanent(),
 			ActiveDeadlineSeconds:   ptr.To(int64(deadline.Seconds())),
 			TTLSecondsAfterFinished: ptr.To(int32(o.TTLAfterFinished.Seconds())),
 			Template: corev1.PodTemplateSpec{

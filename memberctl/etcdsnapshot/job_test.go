@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/snapshot/agent"
 )
 
 // TestJobMountsOnlyTheCABundleKeyAndAsksForEncryption: the snapshot Job
@@ -95,5 +97,39 @@ func TestJobOfATLSClusterDialsOverMTLS(t *testing.T) {
 	}
 	if slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "c-peer-tls" }) {
 		t.Error("the agent mounts the peer Secret; it only talks to etcd as a client")
+	}
+}
+
+// TestAgentJobsFailAtOnceOnAPermanentError: the snapshot and verify Jobs
+// (and the cleanup Job, built by the same agentJob) fail at their first
+// Pod that exits agent.ExitPermanent, and retry any other failure up to
+// their backoffLimit; each Job gets a policy of its own, since a client
+// decodes the server's answer into the Job it sent.
+func TestAgentJobsFailAtOnceOnAPermanentError(t *testing.T) {
+	s := &v1alpha1.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s1"},
+		Spec: v1alpha1.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: "c"},
+			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: "https://s3:9000/", Bucket: "b",
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"}}}},
+		Status: v1alpha1.EtcdSnapshotStatus{Artifact: &v1alpha1.SnapshotArtifact{SHA256: strings.Repeat("a", 64), SizeBytes: 1}}}
+	m := v1alpha1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c-0"}, Spec: v1alpha1.EtcdMemberSpec{ClusterName: "c"}}
+	snap, verify := BuildJob(s, []v1alpha1.EtcdMember{m}, DefaultOptions()), BuildVerifyJob(s, DefaultOptions())
+	for _, job := range []*batchv1.Job{snap, verify} {
+		p := job.Spec.PodFailurePolicy
+		if p == nil || len(p.Rules) != 1 {
+			t.Fatalf("%s: pod failure policy %+v, want one rule", job.Name, p)
+		}
+		r := p.Rules[0]
+		if r.Action != batchv1.PodFailurePolicyActionFailJob || r.OnExitCodes == nil || r.OnExitCodes.ContainerName == nil ||
+			*r.OnExitCodes.ContainerName != containerID || r.OnExitCodes.Operator != batchv1.PodFailurePolicyOnExitCodesOpIn ||
+			!slices.Equal(r.OnExitCodes.Values, []int32{agent.ExitPermanent}) {
+			t.Errorf("%s: rule %+v, want FailJob on %s exiting %d", job.Name, r, containerID, agent.ExitPermanent)
+		}
+		if job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever || job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit < 1 {
+			t.Errorf("%s: restartPolicy %s, backoffLimit %v: other failures must still be retried by new Pods",
+				job.Name, job.Spec.Template.Spec.RestartPolicy, job.Spec.BackoffLimit)
+		}
+	}
+	if snap.Spec.PodFailurePolicy == verify.Spec.PodFailurePolicy {
+		t.Error("two Jobs share one pod failure policy")
 	}
 }

@@ -280,11 +280,11 @@ func verify(ctx context.Context, store store, want Result) error {
 		return fmt.Errorf("read back the stored snapshot: %w", err)
 	}
 	if got := hex.EncodeToString(whole.Sum(nil)); n != want.SizeBytes || got != want.SHA256 {
-		return fmt.Errorf("stored snapshot differs from the one streamed: %d bytes sha256 %s, want %d bytes sha256 %s",
-			n, got, want.SizeBytes, want.SHA256)
+		return MarkPermanent(fmt.Errorf("stored snapshot differs from the one streamed: %d bytes sha256 %s, want %d bytes sha256 %s",
+			n, got, want.SizeBytes, want.SHA256))
 	}
 	if !body.ok() {
-		return errors.New("stored snapshot fails etcd's own integrity hash (its last 32 bytes)")
+		return MarkPermanent(errors.New("stored snapshot fails etcd's own integrity hash (its last 32 bytes)"))
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func drill(ctx context.Context, cfg agent.Config) (agent.DrillResult, error) {
 		return agent.DrillResult{}, err
 	}
 	if rev < cfg.CheckRevision {
-		return agent.DrillResult{}, fmt.Errorf("restored etcd serves revision %d, below the %d recorded when the snapshot was taken", rev, cfg.CheckRevision)
+		return agent.DrillResult{}, agent.MarkPermanent(fmt.Errorf("restored etcd serves revision %d, below the %d recorded when the snapshot was taken", rev, cfg.CheckRevision))
 	}
 	return agent.DrillResult{Revision: rev, DurationSeconds: time.Since(start).Seconds()}, nil
 }

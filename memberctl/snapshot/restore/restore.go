@@ -137,10 +137,10 @@ func fetch(ctx context.Context, s stored, file string) error {
 		return fmt.Errorf("download snapshot: %w", err)
 	}
 	if s.size > 0 && n != s.size {
-		return fmt.Errorf("snapshot is %d bytes, want %d", n, s.size)
+		return agent.MarkPermanent(fmt.Errorf("snapshot is %d bytes, want %d", n, s.size))
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); s.sha256 != "" && got != s.sha256 {
-		return fmt.Errorf("snapshot sha256 is %s, want %s", got, s.sha256)
+		return agent.MarkPermanent(fmt.Errorf("snapshot sha256 is %s, want %s", got, s.sha256))
 	}
 	return dst.Sync()
 }

@@ -129,6 +129,12 @@ var _ = Describe("EtcdSnapshot", Ordered, func() {
 		Expect(ready.Reason).To(Equal(v1alpha1.ReasonJobFailed))
 		Expect(ready.Message).To(ContainSubstring("store snapshot"), "the agent's own error reaches the condition")
 		Expect(s.Status.Artifact).To(BeNil())
+		// A refused credential is refused again: the Job fails at its
+		// first Pod (agent.ExitPermanent), not after backoffLimit more.
+		job := &batchv1.Job{}
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: etcdsnapshot.JobName(snap.Name)}, job)).To(Succeed())
+		Expect(job.Status.Failed).To(Equal(int32(1)), "Pods failed")
+		Expect(ready.Message).To(ContainSubstring("PodFailurePolicy"))
 	}, SpecTimeout(3*time.Minute))
 
 	It("says BackupFailed on the EtcdCluster when a scheduled snapshot fails, with the agent's error, and OnSchedule once the next one completes", func(ctx SpecContext) {
