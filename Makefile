@@ -91,7 +91,7 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	@start=$$(date +%s); test/tools/seaweedfs.sh >/dev/null; \
 	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); log=$$(mktemp); rc=0; \
-	  $(TEST_ENV) go test $(GO_TEST_FLAGS) ./... 2>&1 | tee $$log || rc=$$?; \
+	  $(TEST_ENV) test/tools/gotest-lanes.sh $(GO_TEST_FLAGS) 2>&1 | tee $$log || rc=$$?; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"; \
 	  if [ $$rc -ne 0 ]; then echo "--- why the failed specs failed (e2eutil.PrintFailures; full output above) ---"; \
 	    grep -A$(FAILURE_LINES) '^FAILED: ' $$log | cut -c1-240 || true; fi; \

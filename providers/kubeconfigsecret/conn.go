@@ -41,6 +41,13 @@ type conn struct {
 	// gate admits the current attempt's requests (Provider.Quiesce).
 	gate     *quiesceGate
 	gateStop func() bool
+	// quiescedOwn is the ownership (the context waitOwned returns) that
+	// Quiesce ended: an attempt begun under it gets a closed gate, and run
+	// starts none until a new ownership arrives. The coordinator releases
+	// the fence right after Quiesce and ends the ownership concurrently,
+	// so a retry in between would otherwise open a new gate and send its
+	// pre-flight to a cluster whose fence another replica may hold.
+	quiescedOwn context.Context
 }
 
 // session is one engagement of a cluster; ctx is its engagement context.
@@ -123,6 +130,9 @@ func (c *conn) begin(own context.Context) (secretSpec, context.Context, context.
 	}
 	c.gate = newQuiesceGate()
 	c.gateStop = context.AfterFunc(own, c.gate.close)
+	if own == c.quiescedOwn {
+		c.gate.close()
+	}
 	fresh := spec.hash != c.lastHash && spec.invalid == ""
 	c.lastHash = spec.hash
 	c.mu.Unlock()
@@ -166,6 +176,14 @@ func (c *conn) run() {
 		own, ok := c.waitOwned()
 		if !ok {
 			return
+		}
+		if c.quiesced(own) {
+			// Nothing more under this ownership; its end is on the way.
+			select {
+			case <-own.Done():
+			case <-c.ctx.Done():
+			}
+			continue
 		}
 		spec, actx, acancel := c.begin(own)
 		if !c.waitToConnect(actx, delay) {

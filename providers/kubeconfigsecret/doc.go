@@ -174,6 +174,10 @@
 // client of a connection sends through a gate that closes when the
 // ownership ends, or earlier at Provider.Quiesce, which also waits for the
 // requests in flight: a coordinator calls it before giving up a fence.
+// Quiesce holds for the rest of that ownership: an attempt retried after
+// it (a pre-flight that failed, a new kubeconfig) begins with a closed
+// gate, or waits for the next ownership, because the coordinator ends the
+// ownership only after the fence is released.
 //
 // Metrics on controller-runtime's registry: engage and probe latency
 // histograms, a gauge of clusters by state and one of each engaged

@@ -112,6 +112,18 @@ var _ = Describe("Ownership", func() {
 		Expect(cl.GetAPIReader().Get(ctx, client.ObjectKey{Name: "default"}, &ns)).To(MatchError(kubeconfigsecret.ErrQuiesced))
 		Expect(p.Quiesce(ctx, "no-such-cluster")).To(Succeed(), "a cluster never connected has nothing in flight")
 
+		By("starting no new attempt under the quiesced ownership, as a retry would after a failed pre-flight")
+		// A new kubeconfig ends the engagement (changed) while the
+		// ownership lives on: the coordinator releases the fence after
+		// Quiesce and ends the ownership only concurrently.
+		sec := &corev1.Secret{}
+		Expect(mgmtC.Get(ctx, client.ObjectKey{Namespace: secretNS, Name: "own-a"}, sec)).To(Succeed())
+		sec.Data[testKey] = append(append([]byte{}, w1.Kubeconfig...), "\n# rotated\n"...)
+		Expect(mgmtC.Update(ctx, sec)).To(Succeed())
+		Eventually(engaged.Done()).WithTimeout(10 * time.Second).Should(BeClosed())
+		Consistently(reason("own-a")).WithTimeout(3*time.Second).ShouldNot(Equal(kubeconfigsecret.ReasonConnected),
+			"connected again under the ownership Quiesce ended")
+
 		By("disengaging when the ownership ends, and connecting again when it comes back")
 		release()
 		Eventually(engaged.Done()).WithTimeout(5 * time.Second).Should(BeClosed())

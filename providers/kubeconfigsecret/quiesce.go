@@ -96,7 +96,8 @@ func (g *quiesceGate) drain(ctx context.Context) error {
 // and a request or Event already under way would otherwise arrive after
 // the release. The current ownership ending closes the gate too. A
 // cluster that is not connected has nothing in flight; Quiesce returns at
-// once.
+// once. Either way no attempt begun later under the same ownership sends
+// anything (a pre-flight retried after a failure, say).
 func (p *Provider) Quiesce(ctx context.Context, name string) error {
 	p.mu.Lock()
 	c := p.conns[name]
@@ -106,9 +107,22 @@ func (p *Provider) Quiesce(ctx context.Context, name string) error {
 	}
 	c.mu.Lock()
 	g := c.gate
+	// Sticky for the current ownership: a retry under it begins with a
+	// closed gate (conn.begin) or not at all (conn.run).
+	c.quiescedOwn = c.ownCtx
+	if c.p.opts.Ownership == nil {
+		c.quiescedOwn = c.ctx
+	}
 	c.mu.Unlock()
 	if g == nil {
 		return nil
 	}
 	return g.drain(ctx)
+}
+
+// quiesced reports whether Quiesce ended ownership own.
+func (c *conn) quiesced(own context.Context) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return own == c.quiescedOwn
 }
