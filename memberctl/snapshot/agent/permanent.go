@@ -44,9 +44,7 @@ func Permanent(err error) bool {
 	if !errors.As(err, &r) {
 		return false
 	}
-	return r.StatusCode == http.StatusNotFound || r.StatusCode == http.StatusForbidden ||
-		r.Code == "NoSuchKey" || r.Code == "NoSuchBucket" || r.Code == "AccessDenied" ||
-		r.Code == "InvalidAccessKeyId" || r.Code == "SignatureDoesNotMatch"
+	return isNotFound(r) || r.StatusCode == http.StatusForbidden
 }
 
 // MarkPermanent marks err as Permanent without changing its text (the
