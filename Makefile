@@ -20,8 +20,6 @@ TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
                   KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM) \
                   SEAWEEDFS_BINARY="$$(test/tools/seaweedfs.sh)"
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
-# The sharding e2e: the fleet suite's shard specs, in a sandbox of their own.
-SHARD_E2E      := ./test/e2e/fleet/ -ginkgo.label-filter=shard -timeout 25m
 # CI shows the end of make test's output, where Ginkgo names a failed spec
 # but not why: the test target repeats each e2eutil.PrintFailures block
 # (its first FAILURE_LINES lines) last.
@@ -93,11 +91,13 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	@start=$$(date +%s); test/tools/seaweedfs.sh >/dev/null; \
 	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); log=$$(mktemp); rc=0; \
-	  $(TEST_ENV) SANDBOX_EXTRA_JOBS="$(SHARD_E2E)" test/tools/gotest-lanes.sh $(GO_TEST_FLAGS) 2>&1 | tee $$log || rc=$$?; \
+	  $(TEST_ENV) test/tools/gotest-lanes.sh $(GO_TEST_FLAGS) 2>&1 | tee $$log || rc=$$?; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"; \
 	  if [ $$rc -ne 0 ]; then echo "--- why the failed specs failed (e2eutil.PrintFailures; full output above) ---"; \
 	    grep -A$(FAILURE_LINES) '^FAILED: ' $$log | cut -c1-240 || true; fi; \
 	  rm -f $$log; exit $$rc
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-e2e-shard; \
+	  echo "sharding e2e: $$(( $$(date +%s) - start ))s"
 
 # Native Go fuzz targets, as package:Function. Their seed corpora (f.Add
 # and testdata/fuzz) run as plain tests with every go test, make test's
@@ -117,7 +117,7 @@ test-e2e: ## Run only the sandbox e2e suites under test/.
 
 .PHONY: test-e2e-shard
 test-e2e-shard: ## Run the sharding e2e: 3 manager replicas with --shard over 6 workload clusters (its own sandbox), then three more with the apiservers' audit proof of the fences and duplicate registrations across replicas.
-	$(TEST_ENV) go test -count=1 $(SHARD_E2E)
+	$(TEST_ENV) go test -count=1 -timeout 25m ./test/e2e/fleet/ -ginkgo.label-filter=shard
 
 .PHONY: demo
 demo: ## Run the main job on a local fleet: register clusters, reboot every node, watch them heal, back them up to S3 (DEMO_ARGS=--keep leaves it up).
