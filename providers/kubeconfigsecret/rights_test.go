@@ -108,6 +108,11 @@ var _ = Describe("Rights re-check", func() {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
+		// The full check's reviews are counted as they land (on a loaded
+		// machine they take seconds), then for a few more intervals in
+		// which none may follow.
+		Eventually(func() int { _, access = reviews(from, time.Now()); return access }).
+			WithTimeout(30*time.Second).WithPolling(time.Second).Should(BeNumerically(">=", sweep), "one full check")
 		time.Sleep(3 * time.Second)
 		_, access = reviews(from, time.Now())
 		Expect(access).To(Equal(sweep), "one full check, then none while the new rules stay")
