@@ -171,7 +171,12 @@
 // of burst for each replica owning clusters or with requests waiting, a
 // rate floor (5% of Rate if waiting, 1% if idle), and the rest by the
 // quorum-lost requests waiting if any replica has some, else by all
-// waiting, else by clusters owned. Its own target it applies as follows:
+// waiting, else by clusters owned. In its own target a replica counts
+// the higher of the demand it last published and the demand since: the
+// others split by the published one until the next write, and splitting
+// by a fresher, lower one would leave the difference unused by anyone
+// until then (the claims, not the demands, keep the bound). Its own
+// target it applies as follows:
 //
 //   - Lower: at once, then the lower claim is published.
 //   - Higher: the claim is published first. The raise is applied on a

@@ -220,11 +220,13 @@ func (f *FleetShare) othersClaim(now time.Time) Part {
 // target is this replica's part of the split of the published demands
 // among the replicas alive in the view: its own demand as it will be
 // written next (the peak since the last write, so that a claim goes out
-// in one write with the demand it follows from), and the peers' as
+// in one write with the demand it follows from), but no lower than the
+// demand last written, by which the peers split until the next write,
+// and the peers' as
 // listed, leaving out peers gone or not renewed for a lease duration
 // (their claims still count until ignored).
 func (f *FleetShare) target(now time.Time) Part {
-	ds := []PeerDemand{{ID: f.self, Demand: f.peak}}
+	ds := []PeerDemand{{ID: f.self, Demand: maxDemand(f.peak, f.demand.Demand)}}
 	for id, p := range f.peers {
 		if !p.gone && now.Sub(p.changedAt) < f.o.LeaseDuration+f.o.maxViewAge() {
 			ds = append(ds, PeerDemand{ID: id, Demand: p.rec.Published.Demand})

@@ -35,6 +35,11 @@
 //
 // # Usage
 //
+// make bench runs the packages one at a time (go test -p 1): each times
+// the product on a shared 2-core machine, and two at once (go test's
+// default) ran the sharded fleet heal beside the memory bench's 10,000
+// Pod creates, at a load of 16-27 instead of about 9.
+//
 //	make bench
 //	KUBEBUILDER_ASSETS=$(test/tools/assets.sh) go test -run '^$' -bench BenchmarkFleetHeal -benchtime 1x ./test/bench/...
 //
