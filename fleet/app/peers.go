@@ -46,9 +46,9 @@ const (
 //
 // With share set (sharded mode) the Leases also carry the limiter's
 // demand and claim (limiter.FleetShare): the registry lists every
-// share.listEvery (a second, at most the sync interval) and writes when
+// share.listEvery (500 ms, at most the sync interval) and writes when
 // the FleetShare says a write is due (a changed claim or demand, at most
-// once a second, or the renewal). Its client is uncached, so a List reads
+// once per list interval, or the renewal). Its client is uncached, so a List reads
 // the store, which the FleetShare's bound rests on.
 type peerRegistry struct {
 	c       client.Client

@@ -164,7 +164,7 @@
 // idle replica keep one token of burst at almost no rate.
 //
 // Each replica publishes on its peer Lease, at every renewal and on
-// change (at most once per second), its Demand (requests waiting with
+// change (at most once per list interval, and per second), its Demand (requests waiting with
 // quorum lost, others, clusters owned; DemandAnnotation) and its claim,
 // the most it may be granting (ClaimAnnotation). Every replica computes
 // the same target split from the published demands (splitParts): a token
@@ -196,7 +196,7 @@
 // thus need no tie-break: whichever claim landed second sees the first.
 // This needs lists that read the store, as the uncached client's do; a
 // list served from a cache that lags by λ keeps it while λ ≤ ConfirmDelay
-// (default 1 s), since each raiser's list then reads the store after its
+// (default 250 ms), since each raiser's list then reads the store after its
 // own claim landed.
 //
 // Partitions and deaths only lower the total. A replica whose last

@@ -44,9 +44,9 @@ func TestFleetShareRaisesOnlyOnAListAfterItsClaim(t *testing.T) {
 	c.list(0, other)
 	c.fs.Next(c.at(0), busy)
 	c.write(0.1, true) // claim written, returned at 0.2
-	c.list(0.5, other)
-	if p := c.fs.Next(c.at(0.6), busy); p != (Part{}) {
-		t.Fatalf("applied %+v on a list sent 0.3 s after the claim's write, want nothing before ConfirmDelay", p)
+	c.list(0.35, other)
+	if p := c.fs.Next(c.at(0.45), busy); p != (Part{}) {
+		t.Fatalf("applied %+v on a list sent 0.15 s after the claim's write returned, want nothing before ConfirmDelay", p)
 	}
 	c.list(1.3, other)
 	p := c.fs.Next(c.at(1.4), busy)
