@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -52,6 +53,20 @@ var _ = BeforeSuite(func() {
 	testEnv, cfg, scheme, k8sClient, clientset = env, env.Config, env.Scheme, env.Client, env.Clientset
 })
 
+// Every spec starts with no FleetCluster. A Writer collects every
+// unregistered FleetCluster of the management cluster, whatever its
+// namespace, so without this a spec's Writer would first delete, one by
+// one, the rows all earlier specs left behind (envtest deletes no
+// namespace), and at nice 10 beside the sandbox suites that queue of
+// deletes held up the orphan spec's own for over 10 s.
+var _ = BeforeEach(func(ctx SpecContext) {
+	var left fleetv1.FleetClusterList
+	Expect(k8sClient.List(ctx, &left)).To(Succeed())
+	for i := range left.Items {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &left.Items[i]))).To(Succeed())
+	}
+})
+
 var _ = AfterSuite(func() {
 	Expect(testEnv.Stop()).To(Succeed())
 })
@@ -90,7 +105,7 @@ func startWriterWith(src Source, lim LimiterStats, opts Options, mgrOpts manager
 	mgrOpts.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	mgr, err := manager.New(cfg, mgrOpts)
 	Expect(err).NotTo(HaveOccurred())
-	cc := &countingClient{Client: mgr.GetClient(), n: map[string]int{}}
+	cc := &countingClient{Client: mgr.GetClient(), n: map[string]int{}, conflicts: map[string]int{}}
 	w := New(cc, src, lim, opts)
 	Expect(w.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,21 +122,36 @@ func startWriterWith(src Source, lim LimiterStats, opts Options, mgrOpts manager
 	return running{w: w, writes: cc}
 }
 
-// countingClient counts the writes made through it, per object.
+// countingClient counts the writes made through it, per object: every
+// attempt, and apart from those the ones refused for a conflict (the
+// Writer's cache was behind its own last write).
 type countingClient struct {
 	client.Client
-	mu sync.Mutex
-	n  map[string]int
+	mu        sync.Mutex
+	n         map[string]int
+	conflicts map[string]int
 }
 
 // writeKey names an object whether typed or unstructured: FleetClusters
 // are namespaced and the Fleet is not, so namespace/name is enough.
 func writeKey(obj client.Object) string { return client.ObjectKeyFromObject(obj).String() }
 
-func (c *countingClient) count(obj client.Object) {
+// done counts a write to obj that returned err, and returns err.
+func (c *countingClient) done(obj client.Object, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n[writeKey(obj)]++
+	if apierrors.IsConflict(err) {
+		c.conflicts[writeKey(obj)]++
+	}
+	return err
+}
+
+// Conflicts returns how many writes to obj were refused for a conflict.
+func (c *countingClient) Conflicts(obj client.Object) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conflicts[writeKey(obj)]
 }
 
 // Writes returns how many writes were made to obj so far.
@@ -143,23 +173,19 @@ func (c *countingClient) total() int {
 }
 
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.count(obj)
-	return c.Client.Create(ctx, obj, opts...)
+	return c.done(obj, c.Client.Create(ctx, obj, opts...))
 }
 
 func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.count(obj)
-	return c.Client.Update(ctx, obj, opts...)
+	return c.done(obj, c.Client.Update(ctx, obj, opts...))
 }
 
 func (c *countingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	c.count(obj)
-	return c.Client.Patch(ctx, obj, p, opts...)
+	return c.done(obj, c.Client.Patch(ctx, obj, p, opts...))
 }
 
 func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.count(obj)
-	return c.Client.Delete(ctx, obj, opts...)
+	return c.done(obj, c.Client.Delete(ctx, obj, opts...))
 }
 
 func (c *countingClient) Status() client.SubResourceWriter {
@@ -172,13 +198,11 @@ type countingStatus struct {
 }
 
 func (s countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	s.c.count(obj)
-	return s.SubResourceWriter.Update(ctx, obj, opts...)
+	return s.c.done(obj, s.SubResourceWriter.Update(ctx, obj, opts...))
 }
 
 func (s countingStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	s.c.count(obj)
-	return s.SubResourceWriter.Patch(ctx, obj, p, opts...)
+	return s.c.done(obj, s.SubResourceWriter.Patch(ctx, obj, p, opts...))
 }
 
 // stubSource is the fleet wiring: registered clusters and their etcd

@@ -220,7 +220,7 @@ var _ = Describe("Writer", func() {
 		Eventually(func() bool {
 			err := k8sClient.Get(ctx, nnOf(drop), &fleetv1.FleetCluster{})
 			return apierrors.IsNotFound(err)
-		}, 10*time.Second).Should(BeTrue())
+		}, 30*time.Second).Should(BeTrue(), "deleted once OrphanGrace passed (a wait, not a bound: the unit lane runs at nice 10)")
 		Consistently(func(g Gomega) { getFC(g, nnOf(keep)) }, time.Second).Should(Succeed())
 	})
 
@@ -264,10 +264,14 @@ var _ = Describe("Writer", func() {
 		src.probeNow = false
 		src.clusters[0].LastProbeTime = time.Now().Add(2 * time.Minute)
 		src.mu.Unlock()
+		conflicts := r.writes.Conflicts(fc)
 		Eventually(func(g Gomega) {
 			g.Expect(getFC(g, nnOf(info)).Status.LastProbeTime.Time).To(BeTemporally(">", time.Now().Add(time.Minute)))
-		}, 5*time.Second).Should(Succeed())
-		Expect(r.writes.Writes(fc)).To(Equal(fcWrites + 1))
+		}, 30*time.Second).Should(Succeed())
+		// One write lands. Under load the Writer's cache can still hold
+		// the old probe time at the next resync; that write is refused
+		// for a conflict and is the only kind of extra write allowed.
+		Expect(r.writes.Writes(fc) - (r.writes.Conflicts(fc) - conflicts)).To(Equal(fcWrites + 1))
 	})
 
 	DescribeTable("coalesces 50 Notify calls within 1s into at most ceil(1s/MinInterval)+1 writes per object, the last with the latest state",
