@@ -110,7 +110,6 @@ type pass struct {
 // Whatever happens to etcd, the status is rebuilt from what was observed and
 // written when it changed, before any error is returned.
 func (r *Reconciler) Reconcile(ctx context.Context, clusterName string, req types.NamespacedName) (ctrl.Result, error) {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workloadCluster", clusterName, "etcdcluster", req.String()))
 	ec := &v1alpha1.EtcdCluster{}
 	ctx, cl, done, err := workload.Open(ctx, r.Clusters, clusterName, req, ec)
 	defer done()
