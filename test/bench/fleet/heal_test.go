@@ -70,9 +70,10 @@ type workload struct {
 // Each replacement's time is broken down (p50, p99, max): terminal → the
 // limiter's first ask and the limiter wait (first ask → grant, as the
 // manager logs each grant), grant → old Pod DELETED, DELETED → new Pod
-// ADDED, ADDED → Ready (from the apiservers' watch). Limiter wait is the
-// pacing the bound expects; the other steps are the controller and the
-// machine. Beside it, the worst 1 s window of deletes across all replicas,
+// ADDED, ADDED → Ready (from the apiservers' watch); and per cluster its
+// last member Ready → its EtcdCluster read Available (the status's own
+// lag). Limiter wait is the pacing the bound expects; the other steps are
+// the controller and the machine. Beside it, the worst 1 s window of deletes across all replicas,
 // counted from every apiserver's watch (bound rate + burst), and what a
 // cluster costs at rest (RSS of its processes).
 //
