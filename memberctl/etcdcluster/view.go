@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,6 +158,11 @@ func (p *pass) probe(ctx context.Context) {
 			return // paused, or every member is being replaced
 		}
 		dial = etcd.Select(deref(ms.running), "")
+		if !p.quorumReady() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, leaderlessListTimeout)
+			defer cancel()
+		}
 	}
 	p.etcd = p.memberList(ctx, dial)
 	if !p.etcd.ok {
@@ -165,6 +171,31 @@ func (p *pass) probe(ctx context.Context) {
 	if p.ec.Status.ClusterID == "" {
 		p.tryLatch()
 	}
+}
+
+// leaderlessListTimeout bounds the MemberList of a cluster whose members'
+// readiness shows no quorum. Their readiness probe is etcd's /health,
+// which fails without a leader, and without one a linearizable MemberList
+// never answers: the call would hold a worker for the whole list timeout
+// (5 s), and after a power cycle every cluster of the fleet is in this
+// state, so the workers spent waiting on dead clusters delayed the
+// reconcile that sees a revived one Available (a fleet e2e spec with 3
+// workers: 14 s from the last grant to Available). A cluster that does
+// have a leader answers within milliseconds even through port-forward,
+// and readiness lags a leader by at most a probe period, after which the
+// member's Ready change wakes this reconciler again with the full timeout.
+// The verdict does not change: without ready quorum it is QuorumLost
+// whether etcd answered or not.
+const leaderlessListTimeout = time.Second
+
+// quorumReady reports whether a quorum of the voters is Ready, as the
+// Available condition counts them (before this pass asked etcd).
+func (p *pass) quorumReady() bool {
+	base := p.voterCount()
+	if o := p.ec.Status.Observed; o != nil {
+		base = max(base, o.Replicas)
+	}
+	return etcd.HasQuorum(int(p.readyVoters()), int(base))
 }
 
 func (p *pass) memberList(ctx context.Context, dial []v1alpha1.EtcdMember) etcdView {

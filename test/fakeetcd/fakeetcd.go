@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
@@ -53,6 +54,9 @@ type Etcd struct {
 	promoteErrs []error
 	calls       []string
 	forgotten   []string
+	// listBudgets is, per MemberList call, the time its ctx had left
+	// (NoDeadline without one).
+	listBudgets []time.Duration
 	// versions overrides Version by member name (SetVersion).
 	versions map[string]string
 	// statusAsked counts Status calls by member name.
@@ -242,11 +246,29 @@ func (f *Etcd) list() []etcd.Member {
 	return out
 }
 
+// NoDeadline is the budget ListBudgets reports for a call whose ctx had
+// no deadline.
+const NoDeadline = time.Duration(-1)
+
+// ListBudgets returns, per MemberList call so far, how long its ctx had
+// left when it was made: how long the caller would have waited on an
+// etcd that does not answer.
+func (f *Etcd) ListBudgets() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Duration(nil), f.listBudgets...)
+}
+
 // MemberList returns the cluster ID and a copy of the member list.
-func (f *Etcd) MemberList(_ context.Context, t etcd.Target) (uint64, []etcd.Member, error) {
+func (f *Etcd) MemberList(ctx context.Context, t etcd.Target) (uint64, []etcd.Member, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("MemberList %d", len(t.Endpoints))
+	budget := NoDeadline
+	if d, ok := ctx.Deadline(); ok {
+		budget = time.Until(d)
+	}
+	f.listBudgets = append(f.listBudgets, budget)
 	if err := f.leaderErr(); err != nil {
 		return 0, nil, err
 	}
