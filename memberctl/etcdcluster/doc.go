@@ -86,7 +86,12 @@
 // the members. The MemberList doubles as a live probe: when it fails, the
 // cluster is reported Available=False (ClusterUnreachable, or QuorumLost
 // when too few voters are Ready), readyMembers follows the members, and
-// the poll slows to 10 s. Conditions carry observedGeneration and stable
+// the poll slows to 10 s. While too few voters are Ready for a quorum
+// the probe waits 1 s, not the 5 s list timeout: a leaderless etcd never
+// answers a linearizable MemberList, and after a power cycle every
+// cluster of a fleet is leaderless at once, so the long wait held the
+// workers a revived cluster's reconcile needed (leaderlessListTimeout).
+// Conditions carry observedGeneration and stable
 // messages, so a steady cluster is never written to; it is re-probed every
 // 60 s. Member changes wake the reconciler through the EtcdMember watch;
 // timed requeues of 5 s are used only while waiting on etcd itself (a
