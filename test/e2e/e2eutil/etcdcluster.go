@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +30,21 @@ import (
 
 // EtcdVersion is the version the sandbox runs.
 const EtcdVersion = "3.7.3"
+
+// EditEtcdCluster reads the EtcdCluster ns/name, applies edit to it and
+// updates it, again on a conflict: the controllers write its status all
+// the while, and a spec edit read a moment earlier is refused for that
+// (an etcddata spec failed so in CI). ec is left as written.
+func EditEtcdCluster(ctx context.Context, c client.Client, ns, name string, ec *v1alpha1.EtcdCluster, edit func(*v1alpha1.EtcdCluster)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec); err != nil {
+			return err
+		}
+		edit(ec)
+		return c.Update(ctx, ec)
+	})).To(Succeed())
+}
 
 // NewEtcdCluster returns an EtcdCluster to create.
 func NewEtcdCluster(ns, name string, replicas int32, memory bool) *v1alpha1.EtcdCluster {

@@ -68,9 +68,7 @@ var _ = Describe("Scheduled backup", func() {
 		}).WithTimeout(4 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 		// Stop the schedule, so that the end state holds still.
-		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
-		ec.Spec.Backup.Suspend = true
-		Expect(c.Update(ctx, ec)).To(Succeed())
+		e2eutil.EditEtcdCluster(ctx, c, ns, name, ec, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Backup.Suspend = true })
 
 		names := func() []string {
 			all := make([]string, 0, len(seen))

@@ -104,9 +104,7 @@ var _ = Describe("Restore drill", func() {
 		etcd.ExpectKeys(ctx, "k", 50)
 
 		By("verify unset, no drill runs and the condition goes")
-		Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
-		ec.Spec.Backup.Verify = nil
-		Expect(c.Update(ctx, ec)).To(Succeed())
+		e2eutil.EditEtcdCluster(ctx, c, ns, name, ec, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Backup.Verify = nil })
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
 			g.Expect(meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionRestoreVerified)).To(BeNil())

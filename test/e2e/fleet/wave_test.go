@@ -59,10 +59,7 @@ func waveSpecs() {
 
 		By("asking every cluster for etcd " + e2eutil.EtcdVersion + " at once")
 		for _, w := range workloads {
-			ec := &v1alpha1.EtcdCluster{}
-			Expect(wc[w].Get(ctx, types.NamespacedName{Namespace: waveNS, Name: waveName}, ec)).To(Succeed())
-			ec.Spec.Version = e2eutil.EtcdVersion
-			Expect(wc[w].Update(ctx, ec)).To(Succeed())
+			e2eutil.EditEtcdCluster(ctx, wc[w], waveNS, waveName, &v1alpha1.EtcdCluster{}, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Version = e2eutil.EtcdVersion })
 		}
 
 		By("rebooting every node of every cluster once the first member is rolled")

@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -74,10 +73,7 @@ var _ = Describe("an EtcdCluster's lifecycle", func() {
 			It("scales 3→5→3 keeping every key and the survivors' IDs", func(ctx SpecContext) {
 				c := clients[cluster]
 				for _, replicas := range []int32{5, 3} {
-					ec := &v1alpha1.EtcdCluster{}
-					Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ec)).To(Succeed())
-					ec.Spec.Replicas = ptr.To(replicas)
-					Expect(c.Update(ctx, ec)).To(Succeed())
+					e2eutil.EditEtcdCluster(ctx, c, ns, name, &v1alpha1.EtcdCluster{}, func(ec *v1alpha1.EtcdCluster) { ec.Spec.Replicas = ptr.To(replicas) })
 					Eventually(func() int { return len(e2eutil.Members(ctx, c, ns, name)) }).
 						WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Equal(int(replicas)))
 					e2eutil.WaitAvailable(ctx, c, ns, name, 3*time.Minute)
