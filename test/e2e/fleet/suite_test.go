@@ -93,8 +93,12 @@ func managerConfig() settings.Config {
 	// (a 9-member cluster beside 8 workers would cost more processes for
 	// the same).
 	// One of them per cluster: a hung cluster keeps its requests to one and
-	// leaves two to the others (workersPerCluster).
-	c.Workers, c.WorkersPerCluster = 3, 1
+	// leaves three to the others (workersPerCluster), one each. With 3
+	// workers the three healthy clusters shared two, one of them always
+	// waiting, and under make test's load a granted member's Pod took up
+	// to 11 s to be recreated behind the other clusters' reconciles (CI-T):
+	// the spec then timed that queue, not the hung cluster's cost.
+	c.Workers, c.WorkersPerCluster = 4, 1
 	// The spec "rolls an upgrade of every cluster at most
 	// rollout.maxConcurrentClusters at a time; ..." upgrades all four.
 	c.Rollout.MaxConcurrentClusters = waveMax
