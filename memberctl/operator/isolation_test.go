@@ -33,6 +33,10 @@ func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
 	const workers, perCluster = 3, 1
 	caps := newWorkerCaps(perCluster)
 	hang := make(chan struct{})
+	// started tells when the hung cluster's one reconcile is in flight: the
+	// bounced requests can come back, and another cluster's reconcile run,
+	// before its goroutine gets that far (CI-V, at nice 10).
+	started := make(chan struct{}, workers)
 	var mu sync.Mutex
 	inFlight, most := map[multicluster.ClusterName]int{}, 0
 	r := caps.wrap(func(ctx context.Context, rq mcreconcile.Request) (ctrl.Result, error) {
@@ -41,6 +45,7 @@ func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
 		most = max(most, inFlight["hung"])
 		mu.Unlock()
 		if rq.ClusterName == "hung" {
+			started <- struct{}{}
 			<-hang
 		}
 		mu.Lock()
@@ -66,6 +71,11 @@ func TestClusterSlotsKeepAHungClusterToItsCap(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("every worker is held by the hung cluster")
 		}
+	}
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hung cluster's request within the cap never ran")
 	}
 	done := make(chan struct{})
 	go func() {
