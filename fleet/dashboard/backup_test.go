@@ -85,7 +85,8 @@ var _ = Describe("Writer, backups", func() {
 		src.set(onTime, stubEtcd{clusters: []etcdv1.EtcdCluster{
 			backedUpAt("a", now.Add(-2*time.Hour), metav1.ConditionTrue, etcdv1.ReasonBackupOnSchedule),
 		}})
-		src.set(newSecret(ns, "unscheduled"), stubEtcd{clusters: []etcdv1.EtcdCluster{healthy("etcd", "a", 3)}})
+		unscheduled := newSecret(ns, "unscheduled")
+		src.set(unscheduled, stubEtcd{clusters: []etcdv1.EtcdCluster{healthy("etcd", "a", 3)}})
 		startWriter(src, &stubLimiter{s: limiter.Stats{Rate: 2, Burst: 10}}, Options{MinInterval: 200 * time.Millisecond, Resync: time.Second})
 
 		Eventually(func(g Gomega) {
@@ -97,6 +98,9 @@ var _ = Describe("Writer, backups", func() {
 			g.Expect(getFC(g, nnOf(never)).Status.BackupSummary).To(Equal(BackupNever))
 			g.Expect(getFC(g, nnOf(onTime)).Status.BackupSummary).To(Equal(BackupOK))
 			g.Expect(getFleet(g).Status.ClustersBehindBackupSchedule).To(Equal(int32(2)), "behind and never")
+			// Its row is read below too: wait for its status (CI-W read it
+			// created but not yet written, at nice 10).
+			g.Expect(getFC(g, nnOf(unscheduled)).Status.MembersSummary).To(Equal("3/3"))
 		}, 15*time.Second).Should(Succeed())
 
 		rows := map[string]map[string]string{}
