@@ -213,6 +213,8 @@ type Replacement struct {
 	Created time.Time
 	// Ready: the new Pod first seen Ready.
 	Ready time.Time
+	// NewUID is the new Pod's UID.
+	NewUID types.UID
 }
 
 // DetectToReplace is Terminal → Created.
@@ -255,6 +257,7 @@ func (r *PodRecorder) Replacements(old map[string]types.UID) ([]Replacement, err
 			return nil, fmt.Errorf("pod %s: terminal %s, deleted %s, replacement created %s, ready %s (zero = not seen)", n,
 				rep.Terminal.Format(time.StampMilli), rep.Deleted.Format(time.StampMilli), rep.Created.Format(time.StampMilli), rep.Ready.Format(time.StampMilli))
 		}
+		rep.NewUID = newUID
 		out = append(out, rep)
 	}
 	return out, nil

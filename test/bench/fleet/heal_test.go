@@ -35,9 +35,10 @@ const (
 // workload is one workload cluster as the benchmark sees it.
 type workload struct {
 	name   string
-	c      client.Client
+	c      client.WithWatch
 	cs     kubernetes.Interface
 	rec    *bench.PodRecorder
+	status *bench.StatusRecorder // the member and cluster status writes
 	old    map[string]types.UID
 	healed time.Time
 }
@@ -125,6 +126,10 @@ func healOnce(b *testing.B, n, replicas int) {
 		}
 		b.Cleanup(rec.Stop)
 		w.rec, w.old = rec, rec.UIDs()
+		if w.status, err = bench.RecordStatus(ctx, w.c, ns); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(w.status.Stop)
 		if len(w.old) != members {
 			b.Fatalf("%s: want %d member Pods before the reboot, have %v", w.name, members, w.old)
 		}
@@ -159,7 +164,7 @@ func setUp(b *testing.B, ctx context.Context, f *sandbox.Fleet, names []string, 
 	var ws []*workload
 	for _, n := range names {
 		sc := f.Cluster(n)
-		c, err := client.New(sc.Config, client.Options{Scheme: app.Scheme()})
+		c, err := client.NewWithWatch(sc.Config, client.Options{Scheme: app.Scheme()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -51,6 +51,10 @@ func (r healRun) report(b *testing.B) {
 	// The status's own lag: Available is what a user reads, and it is
 	// written by the cluster reconciler once etcd answers it.
 	toAvailable := step{key: "ready-available", name: "last Pod Ready → Available (per cluster)"}
+	// Its two writers, from the same watch: the member reconciler, then
+	// the cluster reconciler.
+	toMember := step{key: "pod-member-ready", name: "Pod Ready → EtcdMember Ready"}
+	toCluster := step{key: "member-cluster", name: "last EtcdMember Ready → Available"}
 	for _, w := range r.ws {
 		rs, err := w.rec.Replacements(w.old)
 		if err != nil {
@@ -60,6 +64,11 @@ func (r healRun) report(b *testing.B) {
 		lastStarts = append(lastStarts, last.Start())
 		lastReady := slices.MaxFunc(rs, func(x, y bench.Replacement) int { return x.Ready.Compare(y.Ready) }).Ready
 		toAvailable.ds = append(toAvailable.ds, w.healed.Sub(lastReady))
+		m, c, err := statusLag(w, rs)
+		if err != nil {
+			b.Fatalf("%s: %v", w.name, err)
+		}
+		toMember.ds, toCluster.ds = append(toMember.ds, m...), append(toCluster.ds, c)
 		for _, rep := range rs {
 			starts = append(starts, rep.Start())
 			if firstTerminal.IsZero() || rep.Terminal.Before(firstTerminal) {
@@ -105,9 +114,12 @@ func (r healRun) report(b *testing.B) {
 	for _, s := range steps {
 		b.ReportMetric(bench.Percentile(s.ds, 0.99).Seconds(), s.key+"-p99-s")
 	}
-	b.ReportMetric(bench.Percentile(toAvailable.ds, 0.99).Seconds(), toAvailable.key+"-p99-s")
+	lags := []step{toAvailable, toMember, toCluster}
+	for _, s := range lags {
+		b.ReportMetric(bench.Percentile(s.ds, 0.99).Seconds(), s.key+"-p99-s")
+	}
 	var lines []string
-	for _, s := range append(steps, toAvailable) {
+	for _, s := range append(steps, lags...) {
 		lines = append(lines, s.String())
 	}
 	bench.Logf(b, `fleet heal (%d clusters × 1 EtcdCluster × %d members = %d replacements, %d manager(s), limiter %g/s burst %d fleet-wide, %.1f tokens in the buckets at the reboot, node outage %s):
@@ -226,6 +238,31 @@ func (r healRun) breakdown(reps []bench.Replacement, clusterOf []string) ([]step
 		total.ds = append(total.ds, rep.Ready.Sub(rep.Terminal))
 	}
 	return []step{toAsk, wait, toDelete, toCreate, toReady, total}, unmatched
+}
+
+// statusLag splits one cluster's status lag, from the apiserver's watch:
+// each replacement's Pod Ready → its EtcdMember Ready for that Pod, and
+// the last of those → the EtcdCluster Available with every member ready.
+func statusLag(w *workload, rs []bench.Replacement) (member []time.Duration, cluster time.Duration, err error) {
+	if err := w.status.Err(); err != nil {
+		return nil, 0, fmt.Errorf("status watch: %w", err)
+	}
+	var last time.Time
+	for _, rep := range rs {
+		at, ok := w.status.MemberReady(rep.Name, rep.NewUID)
+		if !ok {
+			return nil, 0, fmt.Errorf("EtcdMember %s never read Ready for Pod %s", rep.Name, rep.NewUID)
+		}
+		member = append(member, at.Sub(rep.Ready))
+		if at.After(last) {
+			last = at
+		}
+	}
+	avail, ok := w.status.Available(name)
+	if !ok || avail.Before(last) {
+		return nil, 0, fmt.Errorf("EtcdCluster %s not seen Available after its last member's Ready (%v)", name, avail)
+	}
+	return member, avail.Sub(last), nil
 }
 
 // clusterQuorum is one cluster's quorum and its first terminal Pod.
