@@ -91,6 +91,10 @@
 // answers a linearizable MemberList, and after a power cycle every
 // cluster of a fleet is leaderless at once, so the long wait held the
 // workers a revived cluster's reconcile needed (leaderlessListTimeout).
+// For the same reason the health look (at most every 30 s) gives a member
+// that is not Ready 1 s to answer its Status call, not 3 s: the first look
+// after a power cycle comes as soon as etcd answers again, while the last
+// members are still down or starting (unreadyStatusTimeout).
 // Conditions carry observedGeneration and stable
 // messages, so a steady cluster is never written to; it is re-probed every
 // 60 s. Member changes wake the reconciler through the EtcdMember watch;

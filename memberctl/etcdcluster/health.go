@@ -37,6 +37,17 @@ const (
 	// thousand writes per second the normal skew stays far below it.
 	laggingEntries = 5000
 	mib            = 1 << 20
+	// unreadyStatusTimeout bounds the Status call to a member that is not
+	// Ready. A running etcd answers Status from memory within
+	// milliseconds, alarms raised or not, so a second is plenty for the
+	// alarmed member this look exists for; a member whose etcd is down
+	// (its Pod terminal, or a replacement still starting) would hold the
+	// whole look for the status timeout (3 s: the etcd client waits for a
+	// connection until its deadline). After a power cycle the first look
+	// comes as soon as etcd answers again, while the last members are
+	// still being replaced, and it delayed the status write that reports
+	// the cluster Available by those seconds.
+	unreadyStatusTimeout = time.Second
 )
 
 // healthClock remembers when each cluster's health was last looked at. It
@@ -98,7 +109,7 @@ func (p *pass) observeHealth(ctx context.Context, clock *healthClock) {
 // askStatuses asks every running member with a Pod for its Status, all at
 // once. Not only the Ready ones: etcd fails its own health check while an
 // alarm is raised, so a member out of space is not Ready, and it is the one
-// whose status matters most.
+// whose status matters most. Those not Ready get unreadyStatusTimeout.
 func (p *pass) askStatuses(ctx context.Context) []memberStatus {
 	t, err := p.target(ctx, "")
 	if err != nil {
@@ -116,6 +127,12 @@ func (p *pass) askStatuses(ctx context.Context) []memberStatus {
 		wg.Add(1)
 		go func(m *v1alpha1.EtcdMember) {
 			defer wg.Done()
+			ctx := ctx
+			if !isReady(m) {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, unreadyStatusTimeout)
+				defer cancel()
+			}
 			s, err := p.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(m))
 			if err != nil {
 				log.FromContext(ctx).V(1).Info("health not observed", "member", m.Name, "error", err.Error())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
+	"github.com/etcdfleet/etcdfleet/test/fakeetcd"
 )
 
 // etcd's own health: what the members' Status calls report, paced, and
@@ -131,3 +132,33 @@ func (h *harness) memberNamed(name string) *v1alpha1.EtcdMember {
 	Fail("no member " + name)
 	return nil
 }
+
+// After a power cycle the first health look comes as soon as etcd answers
+// again, while the last members are still being replaced: a member that is
+// down must not hold the status write that reports the cluster Available
+// for the whole status timeout.
+var _ = Describe("the health look with a member not Ready", func() {
+	It("gives that member's Status a short deadline, and the Ready ones the usual one", func() {
+		h := newHarness()
+		ec := h.newCluster(3)
+		h.converge(ec, 3)
+		ms := h.members()
+		h.setReady(&ms[2], false)
+		before := map[string]int{}
+		for _, m := range ms {
+			before[m.Name] = len(h.etcd.StatusBudgets(m.Name))
+		}
+		h.now = h.now.Add(healthEvery)
+		h.reconcile(ec)
+		asked := func(name string) []time.Duration {
+			GinkgoHelper()
+			b := h.etcd.StatusBudgets(name)
+			Expect(len(b)).To(BeNumerically(">", before[name]), "the health look asked %s", name)
+			return b[before[name]:]
+		}
+		Expect(asked(ms[2].Name)).To(HaveEach(And(BeNumerically(">", 0), BeNumerically("<=", unreadyStatusTimeout))))
+		for _, m := range ms[:2] {
+			Expect(asked(m.Name)).To(HaveEach(Equal(fakeetcd.NoDeadline)), "the reconcile's own context has no deadline here; Ops adds the status timeout")
+		}
+	})
+})

@@ -61,6 +61,9 @@ type Etcd struct {
 	versions map[string]string
 	// statusAsked counts Status calls by member name.
 	statusAsked map[string]int
+	// statusBudgets is, per member name, the time each Status call's ctx
+	// had left (NoDeadline without one).
+	statusBudgets map[string][]time.Duration
 	// revision is the keyspace revision Status reports.
 	revision int64
 	// leader is the leader's member ID; 0 means the first voter listed.
@@ -259,16 +262,28 @@ func (f *Etcd) ListBudgets() []time.Duration {
 	return append([]time.Duration(nil), f.listBudgets...)
 }
 
+// StatusBudgets returns, per Status call to member name so far, how long
+// its ctx had left when it was made (as ListBudgets).
+func (f *Etcd) StatusBudgets(name string) []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Duration(nil), f.statusBudgets[name]...)
+}
+
+// budgetOf is how long ctx has left; NoDeadline without a deadline.
+func budgetOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
+	}
+	return NoDeadline
+}
+
 // MemberList returns the cluster ID and a copy of the member list.
 func (f *Etcd) MemberList(ctx context.Context, t etcd.Target) (uint64, []etcd.Member, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("MemberList %d", len(t.Endpoints))
-	budget := NoDeadline
-	if d, ok := ctx.Deadline(); ok {
-		budget = time.Until(d)
-	}
-	f.listBudgets = append(f.listBudgets, budget)
+	f.listBudgets = append(f.listBudgets, budgetOf(ctx))
 	if err := f.leaderErr(); err != nil {
 		return 0, nil, err
 	}
@@ -333,7 +348,7 @@ func (f *Etcd) Remove(_ context.Context, _ etcd.Target, id uint64) error {
 
 // Status answers for a listed member that is not down (see the package
 // documentation for how the endpoint names it).
-func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.Status, error) {
+func (f *Etcd) Status(ctx context.Context, _ etcd.Target, endpoint string) (etcd.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -341,6 +356,10 @@ func (f *Etcd) Status(_ context.Context, _ etcd.Target, endpoint string) (etcd.S
 	}
 	name := memberName(endpoint)
 	f.statusAsked[name]++
+	if f.statusBudgets == nil {
+		f.statusBudgets = map[string][]time.Duration{}
+	}
+	f.statusBudgets[name] = append(f.statusBudgets[name], budgetOf(ctx))
 	for _, m := range f.members {
 		if m.Name == name && !f.down[name] {
 			v := Version
