@@ -59,16 +59,6 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 		s.setReady(true, v1alpha1.ReasonPodReady, "Pod is ready and member "+m.Status.MemberID+" is known")
 	}
 	if ready && m.Status.Version == "" {
-		// Ready goes out before the version is read: the read dials the
-		// new Pod's etcd (through the workload apiserver's port-forward
-		// when the manager is outside the Pod network), which under a
-		// fleet heal's load took seconds, and the cluster reconciler
-		// counts this member towards Available only once it reads Ready.
-		// Nothing waits on Ready with the version unknown: a roll and
-		// the version counts treat "" as not reported yet.
-		if err := s.writeStatus(ctx); err != nil {
-			return ctrl.Result{}, err
-		}
 		s.observeVersion(ctx)
 	}
 	if left := s.observeHealth(ready); left > 0 && left < result.RequeueAfter {

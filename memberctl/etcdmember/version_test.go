@@ -31,30 +31,3 @@ var _ = Describe("the running version", func() {
 		Expect(meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionVersionDrifted)).To(BeTrue())
 	})
 })
-
-// Reading the version dials the new Pod's etcd, which through the workload
-// apiserver's port-forward took seconds under a fleet heal's load; the
-// cluster reconciler counts the member towards Available only once its
-// Ready is written, so Ready must not wait for that read.
-var _ = Describe("a replacement Pod turning Ready", func() {
-	It("is reported Ready before its etcd is asked for its version", func() {
-		h := newHarness("", 3)
-		h.setPod("ec-0", failed("Terminated"))
-		h.reconcile("ec-0")
-		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
-		h.now = h.now.Add(time.Minute)
-		h.reconcile("ec-0")
-		h.setPod("ec-0", running(true, 0))
-		var readyWhenAsked []bool
-		h.etcd.OnStatus(func(name string) {
-			if name == "ec-0" {
-				readyWhenAsked = append(readyWhenAsked, meta.IsStatusConditionTrue(h.member("ec-0").Status.Conditions, v1alpha1.ConditionReady))
-			}
-		})
-		DeferCleanup(func() { h.etcd.OnStatus(nil) })
-		h.reconcile("ec-0")
-		Expect(readyWhenAsked).NotTo(BeEmpty(), "the new Pod's version was read")
-		Expect(readyWhenAsked[0]).To(BeTrue(), "Ready was written before etcd was asked")
-		Expect(h.member("ec-0").Status.Version).To(Equal("3.6.16"), "and the version is still read in the same reconcile")
-	})
-})

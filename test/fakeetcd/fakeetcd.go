@@ -61,9 +61,6 @@ type Etcd struct {
 	versions map[string]string
 	// statusAsked counts Status calls by member name.
 	statusAsked map[string]int
-	// onStatus, when set, is called with the member's name before each
-	// Status call is answered (OnStatus).
-	onStatus func(name string)
 	// statusBudgets is, per member name, the time each Status call's ctx
 	// had left (NoDeadline without one).
 	statusBudgets map[string][]time.Duration
@@ -265,15 +262,6 @@ func (f *Etcd) ListBudgets() []time.Duration {
 	return append([]time.Duration(nil), f.listBudgets...)
 }
 
-// OnStatus sets a function called with the member's name before each
-// Status call is answered, outside the fake's lock: a test sees what the
-// caller had written by the time it asked etcd.
-func (f *Etcd) OnStatus(hook func(name string)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.onStatus = hook
-}
-
 // StatusBudgets returns, per Status call to member name so far, how long
 // its ctx had left when it was made (as ListBudgets).
 func (f *Etcd) StatusBudgets(name string) []time.Duration {
@@ -361,12 +349,6 @@ func (f *Etcd) Remove(_ context.Context, _ etcd.Target, id uint64) error {
 // Status answers for a listed member that is not down (see the package
 // documentation for how the endpoint names it).
 func (f *Etcd) Status(ctx context.Context, _ etcd.Target, endpoint string) (etcd.Status, error) {
-	f.mu.Lock()
-	hook := f.onStatus
-	f.mu.Unlock()
-	if hook != nil {
-		hook(memberName(endpoint))
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
