@@ -59,10 +59,8 @@ type Etcd struct {
 	listBudgets []time.Duration
 	// versions overrides Version by member name (SetVersion).
 	versions map[string]string
-	// statusAsked counts Status calls by member name.
-	statusAsked map[string]int
 	// statusBudgets is, per member name, the time each Status call's ctx
-	// had left (NoDeadline without one).
+	// had left (NoDeadline without one); its length counts the calls.
 	statusBudgets map[string][]time.Duration
 	// revision is the keyspace revision Status reports.
 	revision int64
@@ -81,7 +79,7 @@ var _ etcd.Interface = (*Etcd)(nil)
 
 // New returns an empty cluster with cluster ID 0xc1a5.
 func New() *Etcd {
-	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusAsked: map[string]int{}, versions: map[string]string{},
+	return &Etcd{clusterID: 0xc1a5, nextID: 0x100, down: map[string]bool{}, statusBudgets: map[string][]time.Duration{}, versions: map[string]string{},
 		storage: map[string]string{}}
 }
 
@@ -101,7 +99,7 @@ func (f *Etcd) SetHealth(name string, st etcd.Status) {
 func (f *Etcd) StatusAsked(name string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.statusAsked[name]
+	return len(f.statusBudgets[name])
 }
 
 func (f *Etcd) record(format string, args ...any) {
@@ -355,10 +353,6 @@ func (f *Etcd) Status(ctx context.Context, _ etcd.Target, endpoint string) (etcd
 		return etcd.Status{}, f.fail
 	}
 	name := memberName(endpoint)
-	f.statusAsked[name]++
-	if f.statusBudgets == nil {
-		f.statusBudgets = map[string][]time.Duration{}
-	}
 	f.statusBudgets[name] = append(f.statusBudgets[name], budgetOf(ctx))
 	for _, m := range f.members {
 		if m.Name == name && !f.down[name] {
