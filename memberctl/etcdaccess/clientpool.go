@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 )
 
 const (
@@ -96,6 +97,7 @@ func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tl
 				pc.client.SetEndpoints(eps...)
 				pc.endpoints = eps
 			}
+			wake(pc.client.ActiveConnection())
 			return pc.client, nil
 		}
 		delete(p.clients, key)
@@ -121,6 +123,25 @@ func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tl
 	}
 	p.clients[key] = &pooledClient{client: c, endpoints: eps, tls: tlsCfg}
 	return c, nil
+}
+
+// wake makes a channel whose members all failed their last connect attempt
+// try again now. While etcd is down, gRPC waits 1 s after the first failed
+// attempt and 1.6 times longer after each next one, up to 120 s, so after
+// an outage of 30 s the pooled channel would stay down for up to another
+// 17 s, and after a power cut of minutes for up to two more minutes,
+// failing every call of the reconcile that comes once etcd is back. A
+// caller of Get is about to send a call, so one attempt per Get is what a
+// down cluster costs anyway, and it is no more than the reconciles' own
+// pace. Per-member calls (Status, Defragment) dial a connection of their
+// own and never wait on this backoff.
+func wake(cc *grpc.ClientConn) {
+	switch cc.GetState() {
+	case connectivity.TransientFailure:
+		cc.ResetConnectBackoff()
+	case connectivity.Idle:
+		cc.Connect()
+	}
 }
 
 // Forget closes and drops the client for key, e.g. when its cluster is

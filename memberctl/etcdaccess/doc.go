@@ -74,6 +74,10 @@
 // channel with grpc.NewClient, so creating a client does no I/O and the first
 // request dials. gRPC keeps the connection, reconnects with backoff when a
 // member restarts, and keepalive pings detect a forward that died silently.
+// That backoff grows to 120 s while etcd stays down, so Get wakes a channel
+// whose last attempts all failed (ResetConnectBackoff) or that went idle
+// (Connect): the first call after an outage dials at once instead of
+// failing for the rest of a backoff.
 //
 // # Trade-offs
 //

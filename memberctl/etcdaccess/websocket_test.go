@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -83,6 +84,37 @@ var _ = Describe("WebSocketDialer and ClientPool", func() {
 		}).WithContext(ctx).WithTimeout(45 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	}, SpecTimeout(3*time.Minute))
 
+	It("answers the first call after an outage longer than gRPC's connect backoff", func(ctx SpecContext) {
+		DeferCleanup(func(ctx SpecContext) {
+			if etcdCmd == nil { // the spec failed with the member down
+				startEtcd(ctx, assetsDir)
+			}
+		})
+		dials := &countingDialer{PodDialer: d}
+		counted := NewClientPool(dials, zap.NewNop())
+		DeferCleanup(counted.Close)
+		cli, err := counted.Get(ctx, clusterKey, []string{endpoint}, etcdTLS)
+		Expect(err).NotTo(HaveOccurred())
+		putGet(ctx, cli, "/ws/outage", "before")
+
+		stopEtcd()
+		// gRPC tries again at once, then 1 s, 2.6 s, 5.2 s, 9.4 s and 16 s
+		// later (±20 %), and waits about 10 s after that sixth failure: the
+		// member is back, and the call below ends, well inside that wait.
+		before := dials.n.Load()
+		Eventually(func() int64 { return dials.n.Load() - before }).WithContext(ctx).
+			WithTimeout(40 * time.Second).Should(BeNumerically(">=", 6))
+		startEtcd(ctx, assetsDir)
+
+		cli, err = counted.Get(ctx, clusterKey, []string{endpoint}, etcdTLS)
+		Expect(err).NotTo(HaveOccurred())
+		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		resp, err := cli.Get(gctx, "/ws/outage")
+		Expect(err).NotTo(HaveOccurred(), "the pooled channel waited out gRPC's backoff")
+		Expect(resp.Kvs).To(HaveLen(1))
+	}, SpecTimeout(3*time.Minute))
+
 	It("reports a port nothing listens on with the kubelet's reason", func(ctx SpecContext) {
 		err := forwardErr(ctx, d, 9999)
 		Expect(err).To(MatchError(And(ContainSubstring("forwarding port 9999"), ContainSubstring("connection refused"))))
@@ -136,6 +168,17 @@ func startEcho(ip string) int {
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// countingDialer counts DialPod calls: each is one connect attempt of gRPC.
+type countingDialer struct {
+	PodDialer
+	n atomic.Int64
+}
+
+func (c *countingDialer) DialPod(ctx context.Context, namespace, pod string, port int) (net.Conn, error) {
+	c.n.Add(1)
+	return c.PodDialer.DialPod(ctx, namespace, pod, port)
 }
 
 func openConns(d *WebSocketDialer) int {
