@@ -225,6 +225,8 @@ func watchFleetRolling(ctx context.Context) func() int32 {
 type loggedGrant struct {
 	at                                              time.Time
 	cluster, namespace, etcdCluster, member, action string
+	// waited is the limiter's own count from the request's first ask.
+	waited time.Duration
 }
 
 // loggedGrants parses the limiter's grant lines from suiteLog.
@@ -236,11 +238,15 @@ func loggedGrants() []loggedGrant {
 		}
 		f := strings.Split(line, "\t")
 		at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(f[0]))
-		var kv struct{ Cluster, Namespace, EtcdCluster, Member, Action string }
+		var kv struct {
+			Cluster, Namespace, EtcdCluster, Member, Action string
+			WaitedSeconds                                   float64
+		}
 		if err != nil || json.Unmarshal([]byte(f[len(f)-1]), &kv) != nil {
 			continue
 		}
-		out = append(out, loggedGrant{at, kv.Cluster, kv.Namespace, kv.EtcdCluster, kv.Member, kv.Action})
+		out = append(out, loggedGrant{at, kv.Cluster, kv.Namespace, kv.EtcdCluster, kv.Member, kv.Action,
+			time.Duration(kv.WaitedSeconds * float64(time.Second))})
 	}
 	return out
 }
@@ -257,6 +263,14 @@ func rollsBeforeHeals(rebootAt time.Time, grants []loggedGrant, asks map[string]
 		}
 		for _, h := range grants {
 			a, asked := asks[h.cluster][h.member]
+			// The member's first ask as its apiserver saw it, unless this
+			// grant answered a later ask: a grant whose status write then
+			// conflicted is given back, and the member asks again, which
+			// the Events (aggregated) do not show but the grant's own
+			// wait does.
+			if again := h.at.Add(-h.waited); again.After(a) {
+				a = again
+			}
 			if h.namespace == etcdNS && asked && a.Add(quorumOrderSlack).Before(r.at) && h.at.After(r.at.Add(quorumOrderSlack)) {
 				out = append(out, fmt.Sprintf("%s %s granted a roll at %s while %s %s, asked at %s, waited until %s",
 					r.cluster, r.member, r.at.Format("15:04:05.000"), h.cluster, h.member, a.Format("15:04:05.000"), h.at.Format("15:04:05.000")))
