@@ -35,7 +35,7 @@ var _ Maintainer = (*Ops)(nil)
 
 // Defragment implements Maintainer.
 func (o *Ops) Defragment(ctx context.Context, t Target, endpoint string) error {
-	c, err := o.client(ctx, t)
+	c, err := o.borrow(ctx, t)
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,12 @@ func (o *Ops) client(ctx context.Context, t Target) (*clientv3.Client, error) {
 	return o.Pool.Get(ctx, t.Key, t.Endpoints, t.TLS)
 }
 
+// borrow is client for a call that dials one endpoint of its own: it
+// leaves the pooled channel's endpoints as the cluster-wide calls set them.
+func (o *Ops) borrow(ctx context.Context, t Target) (*clientv3.Client, error) {
+	return o.Pool.Borrow(ctx, t.Key, t.Endpoints, t.TLS)
+}
+
 // MemberList implements Interface.
 func (o *Ops) MemberList(ctx context.Context, t Target) (uint64, []Member, error) {
 	c, err := o.client(ctx, t)
@@ -165,7 +171,7 @@ func (o *Ops) Remove(ctx context.Context, t Target, id uint64) error {
 
 // Status implements Interface.
 func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, error) {
-	c, err := o.client(ctx, t)
+	c, err := o.borrow(ctx, t)
 	if err != nil {
 		return Status{}, err
 	}
@@ -186,7 +192,7 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 // whichever endpoint its balancer picks; Dial pins one endpoint, through
 // the pool's dialer and TLS, as Status does.
 func (o *Ops) MoveLeader(ctx context.Context, t Target, leaderEndpoint string, to uint64) error {
-	c, err := o.client(ctx, t)
+	c, err := o.borrow(ctx, t)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,20 @@ func NewClientPool(d PodDialer, logger *zap.Logger) *ClientPool {
 // closes the old one under any caller still holding it. Endpoints have the
 // form <scheme>://<pod>.<subdomain>.<namespace>.svc:<port>.
 func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	return p.get(ctx, key, endpoints, tlsCfg, true)
+}
+
+// Borrow is Get for a caller that dials one member through the client
+// (Status, Defragment and MoveLeader each open a connection of their own):
+// an existing client keeps its endpoint set. Passing that one member to
+// Get would set the cluster's shared channel to it, closing the channel's
+// connections to every other member, and the next Get with the whole set
+// would dial them all again through the apiserver.
+func (p *ClientPool) Borrow(ctx context.Context, key string, endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	return p.get(ctx, key, endpoints, tlsCfg, false)
+}
+
+func (p *ClientPool) get(ctx context.Context, key string, endpoints []string, tlsCfg *tls.Config, setEndpoints bool) (*clientv3.Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -93,6 +107,9 @@ func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tl
 	}
 	if pc := p.clients[key]; pc != nil {
 		if sameTLS(pc.tls, tlsCfg) {
+			if !setEndpoints {
+				return pc.client, nil
+			}
 			if !slices.Equal(pc.endpoints, eps) {
 				pc.client.SetEndpoints(eps...)
 				pc.endpoints = eps
@@ -103,9 +120,18 @@ func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tl
 		delete(p.clients, key)
 		_ = pc.client.Close()
 	}
-	// Creating a client does no I/O (grpc.NewClient connects on first
-	// use), so holding the lock here costs nothing.
-	c, err := clientv3.New(clientv3.Config{
+	c, err := p.newClient(eps, tlsCfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd cluster %s: %w", key, err)
+	}
+	p.clients[key] = &pooledClient{client: c, endpoints: eps, tls: tlsCfg}
+	return c, nil
+}
+
+// newClient builds a client. It does no I/O (grpc.NewClient connects on
+// first use), so Get may call it under the pool's lock.
+func (p *ClientPool) newClient(eps []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
 		Endpoints:            eps,
 		TLS:                  tlsCfg,
 		DialTimeout:          dialTimeout,
@@ -118,11 +144,6 @@ func (p *ClientPool) Get(ctx context.Context, key string, endpoints []string, tl
 			// being held by each idle connection.
 			grpc.WithSharedWriteBuffer(true), grpc.WithReadBufferSize(grpcReadBuffer)},
 	})
-	if err != nil {
-		return nil, fmt.Errorf("etcd cluster %s: %w", key, err)
-	}
-	p.clients[key] = &pooledClient{client: c, endpoints: eps, tls: tlsCfg}
-	return c, nil
 }
 
 // wake makes a channel whose members all failed their last connect attempt
