@@ -19,6 +19,20 @@ import (
 	"github.com/etcdfleet/etcdfleet/test/etcdproc"
 )
 
+// loopbackOps starts one real etcd, member m0, and returns Ops and their
+// pool, which reach it whichever Pod is named, and its client port.
+func loopbackOps(t *testing.T, token string, args ...string) (*etcd.Ops, *etcdaccess.ClientPool, string) {
+	t.Helper()
+	m := etcdproc.Start(t, filepath.Join(t.TempDir(), "data"), "m0", token, args...)
+	u, err := url.Parse(m.ClientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := etcdaccess.NewClientPool(loopback{addr: u.Host}, zap.NewNop())
+	t.Cleanup(func() { _ = pool.Close() })
+	return &etcd.Ops{Pool: pool}, pool, u.Port()
+}
+
 // loopback dials one etcd on loopback whatever Pod is asked for.
 type loopback struct{ addr string }
 
@@ -33,15 +47,8 @@ func (l loopback) DialPod(ctx context.Context, _, _ string, _ int) (net.Conn, er
 // clears the alarm, which it counts.
 func TestDisarmNoSpaceLetsWritesThroughAgain(t *testing.T) {
 	const quota = 2 << 20
-	m := etcdproc.Start(t, filepath.Join(t.TempDir(), "data"), "m0", "nospace", "--quota-backend-bytes="+strconv.Itoa(quota))
-	u, err := url.Parse(m.ClientURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := etcdaccess.NewClientPool(loopback{addr: u.Host}, zap.NewNop())
-	t.Cleanup(func() { _ = pool.Close() })
-	ops := &etcd.Ops{Pool: pool}
-	endpoint := "http://m0.etcd.test.svc:" + u.Port()
+	ops, pool, port := loopbackOps(t, "nospace", "--quota-backend-bytes="+strconv.Itoa(quota))
+	endpoint := "http://m0.etcd.test.svc:" + port
 	target := etcd.Target{Key: "nospace", Endpoints: []string{endpoint}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
