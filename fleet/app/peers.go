@@ -46,10 +46,11 @@ const (
 //
 // With share set (sharded mode) the Leases also carry the limiter's
 // demand and claim (limiter.FleetShare): the registry lists every
-// share.listEvery (500 ms, at most the sync interval) and writes when
-// the FleetShare says a write is due (a changed claim or demand, at most
-// once per list interval, or the renewal). Its client is uncached, so a List reads
-// the store, which the FleetShare's bound rests on.
+// share.listEvery (500 ms, at most the sync interval) and ConfirmDelay
+// after each write returned, and looks every partTick whether the
+// FleetShare says a write is due (a changed claim or demand, at most once
+// per list interval, or the renewal). Its client is uncached, so a List
+// reads the store, which the FleetShare's bound rests on.
 type peerRegistry struct {
 	c       client.Client
 	ns      string
@@ -103,12 +104,9 @@ func (r *peerRegistry) Snapshot() []sharder.PeerInfo {
 // Run implements peers.Registry: renew and list until ctx ends, then
 // delete this replica's Lease.
 func (r *peerRegistry) Run(ctx context.Context) error {
-	renewEvery, every := r.ttl/3, r.refresh
-	if r.share != nil {
-		every = min(every, r.share.listEvery)
-	}
+	renewEvery, sched := r.ttl/3, r.schedule()
 	var lastRenew time.Time
-	t := time.NewTicker(every)
+	t := time.NewTicker(sched.tick)
 	defer t.Stop()
 	for {
 		if r.renewDue(lastRenew, renewEvery) {
@@ -116,10 +114,14 @@ func (r *peerRegistry) Run(ctx context.Context) error {
 				r.log.V(1).Info("Renewing the peer Lease failed; retrying", "error", err.Error())
 			} else {
 				lastRenew = time.Now()
+				sched.wrote(lastRenew)
 			}
 		}
-		if err := r.list(ctx); err != nil && ctx.Err() == nil {
-			r.log.V(1).Info("Listing peer Leases failed; retrying", "error", err.Error())
+		if now := time.Now(); sched.listDue(now) {
+			sched.listing(now)
+			if err := r.list(ctx); err != nil && ctx.Err() == nil {
+				r.log.V(1).Info("Listing peer Leases failed; retrying", "error", err.Error())
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -128,6 +130,46 @@ func (r *peerRegistry) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// schedule is when the registry writes and lists. Without a share: both
+// every refresh, as multicluster-runtime's registry does. With one, the
+// loop wakes every partTick, so that a write the FleetShare asks for (a
+// lower claim, which lets the others raise, or a changed demand) goes out
+// within one tick; it lists every listEvery and also ConfirmDelay after a
+// write returned, the earliest list a raise may be applied on (the
+// simulated 21/6/3 heal: 11.3 s on average with lists on the interval
+// only, 11.1 s with this; one bucket: 10 s).
+func (r *peerRegistry) schedule() *listSchedule {
+	if r.share == nil {
+		return &listSchedule{tick: r.refresh, every: r.refresh}
+	}
+	return &listSchedule{tick: partTick, every: min(r.refresh, r.share.listEvery), confirm: r.share.confirmDelay}
+}
+
+// listSchedule decides when the registry lists the peer Leases.
+type listSchedule struct {
+	tick, every, confirm time.Duration
+	next, confirmAt      time.Time
+}
+
+// wrote: a write returned at t (a renewal that counts).
+func (s *listSchedule) wrote(t time.Time) {
+	if s.confirm > 0 {
+		s.confirmAt = t.Add(s.confirm)
+	}
+}
+
+// listDue: the interval is up, or a write's confirming list is due. Half
+// a tick early, so that the ticker's phase does not stretch either.
+func (s *listSchedule) listDue(now time.Time) bool {
+	early := now.Add(s.tick / 2)
+	return !early.Before(s.next) || (!s.confirmAt.IsZero() && !now.Before(s.confirmAt))
+}
+
+// listing: a list is sent at now.
+func (s *listSchedule) listing(now time.Time) {
+	s.next, s.confirmAt = now.Add(s.every), time.Time{}
 }
 
 func (r *peerRegistry) leaseName() string { return fmt.Sprintf("%s-%s", peerPrefix, r.self.ID) }

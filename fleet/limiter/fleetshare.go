@@ -130,7 +130,7 @@ type FleetShare struct {
 	inflight  *Published
 	lastWrite time.Time // when the last write was sent
 	failed    bool      // the last write failed: retry soon
-	peak      Demand    // local demand since the last write began
+	local     Demand    // the local demand Next last saw
 	want      Part      // the target: the claim to publish
 	applied   Part
 }
@@ -189,19 +189,22 @@ func (f *FleetShare) fenced(now time.Time) bool {
 }
 
 // Next returns the Part to apply now, given the requests waiting here.
-// A lower target applies at once. A higher one is applied only up to the
+// A lower target applies when the write that lowers the claim is sent
+// (BeginWrite; Due is true until then): the others can use the
+// difference only once that claim lands, and until then this replica's
+// waiting requests can. A higher one is applied only up to the
 // claim this replica has written, on a list sent at least ConfirmDelay
 // after that write returned, and up to what the others' claims in that
 // list leave of the fleet's bucket.
 func (f *FleetShare) Next(now time.Time, local Demand) Part {
-	f.peak = maxDemand(f.peak, local)
+	f.local = local
 	if f.fenced(now) {
 		f.applied, f.claim, f.claimSince = Part{}, Part{}, time.Time{}
 		f.want = f.target(now)
 		return f.applied
 	}
 	f.want = f.target(now)
-	f.applied = minPart(f.applied, f.want)
+	f.applied = minPart(f.applied, f.claim)
 	if !f.claimSince.IsZero() && !f.viewAt.Before(f.claimSince.Add(f.o.ConfirmDelay)) {
 		room := f.total.minus(f.othersClaim(now))
 		f.applied = maxPart(f.applied, minPart(minPart(f.claim, f.want), room))
@@ -221,15 +224,12 @@ func (f *FleetShare) othersClaim(now time.Time) Part {
 }
 
 // target is this replica's part of the split of the published demands
-// among the replicas alive in the view: its own demand as it will be
-// written next (the peak since the last write, so that a claim goes out
-// in one write with the demand it follows from), but no lower than the
-// demand last written, by which the peers split until the next write,
-// and the peers' as
-// listed, leaving out peers gone or not renewed for a lease duration
-// (their claims still count until ignored).
+// among the replicas alive in the view: its own demand as it is now, but
+// no lower than the demand last written, by which the peers split until
+// the next write, and the peers' as listed, leaving out peers gone or not
+// renewed for a lease duration (their claims still count until ignored).
 func (f *FleetShare) target(now time.Time) Part {
-	ds := []PeerDemand{{ID: f.self, Demand: maxDemand(f.peak, f.demand.Demand)}}
+	ds := []PeerDemand{{ID: f.self, Demand: maxDemand(f.local, f.demand.Demand)}}
 	for id, p := range f.peers {
 		if !p.gone && now.Sub(p.changedAt) < f.o.LeaseDuration+f.o.maxViewAge() {
 			ds = append(ds, PeerDemand{ID: id, Demand: p.rec.Published.Demand})
@@ -239,8 +239,9 @@ func (f *FleetShare) target(now time.Time) Part {
 }
 
 // Due reports whether a Lease write is due: the renewal, or a retry of
-// a failed write, or a changed claim or demand, the last two at most
-// every minWriteInterval. Never while one is in flight.
+// a failed write, or a changed claim, or a demand that moved (see
+// demandMoved), the last two at most every minWriteInterval. Never while
+// one is in flight.
 func (f *FleetShare) Due(now time.Time) bool {
 	if f.inflight != nil {
 		return false
@@ -251,16 +252,20 @@ func (f *FleetShare) Due(now time.Time) bool {
 	if now.Sub(f.lastWrite) < f.o.minWriteInterval() {
 		return false
 	}
-	return f.failed || !f.want.near(f.demand.Claim) || f.peak != f.demand.Demand
+	return f.failed || !f.want.near(f.demand.Claim) || demandMoved(f.local, f.demand.Demand)
 }
 
 // BeginWrite returns what to write on the peer Lease, with a fresh
 // renewal time, and records the attempt: until it is known to have
-// failed, the Lease may hold either claim, so the lower one counts.
+// failed, the Lease may hold either claim, so the lower one counts. The
+// claim is the target, and the part in force is lowered to it now, as
+// the lower claim goes out: a part never exceeds the lowest claim the
+// Lease may hold.
 func (f *FleetShare) BeginWrite(now time.Time) Published {
-	p := Published{Demand: f.peak, Claim: maxPart(f.want, f.applied)}
+	f.applied = minPart(f.applied, f.want)
+	p := Published{Demand: f.local, Claim: f.want}
 	f.claim = minPart(f.claim, p.Claim)
-	f.inflight, f.lastWrite, f.peak = &p, now, Demand{}
+	f.inflight, f.lastWrite = &p, now
 	return p
 }
 
@@ -289,6 +294,23 @@ func (f *FleetShare) EndWrite(sent, done time.Time, ok bool) {
 	}
 	f.claim = p.Claim
 }
+
+// demandMoved reports a demand worth a write of its own: a class of
+// requests (quorum lost, other) that starts or stops waiting, a count
+// that more than doubles, or a change of clusters owned. The split is
+// proportional to the published counts, so replicas that drain at their
+// parts keep the proportions and need no new split; every new split
+// lowers some parts at once while the raises wait for a Lease round trip,
+// so writing each grant's change lost rate at every step (the simulated
+// 21/6/3 heal: 11.4 s on average against 11.0 s with this; one bucket:
+// 10 s). Smaller changes go out with the next claim change or renewal.
+func demandMoved(now, was Demand) bool {
+	far := func(a, b int) bool { return (a == 0) != (b == 0) || a > 2*b }
+	return far(now.Lost, was.Lost) || far(now.Other, was.Other) || now.Owned != was.Owned
+}
+
+// Options are the options in force, defaults filled in.
+func (f *FleetShare) Options() ShareOptions { return f.o }
 
 // Applied is the Part last returned by Next.
 func (f *FleetShare) Applied() Part { return f.applied }

@@ -39,6 +39,7 @@ type fsReplica struct {
 	cut     func(at time.Duration) bool // partitioned from the apiserver
 	listCut func(at time.Duration) bool // its lists fail, its writes do not
 	listAt  time.Duration
+	wakeAt  time.Duration // list at once from then on: ConfirmDelay after a write returned
 	list    *fsOp
 	write   *fsOp
 	counts  map[int]int // grants per tick
@@ -81,7 +82,7 @@ func newFSSim(t *testing.T, seed int64, n int, o ShareOptions) *fsSim {
 }
 
 func (s *fsSim) newReplica(id string) *fsReplica {
-	rp := &fsReplica{id: id, l: New(s.lopts), fs: NewFleetShare(id, s.o),
+	rp := &fsReplica{id: id, wakeAt: never, l: New(s.lopts), fs: NewFleetShare(id, s.o),
 		asked: map[gate.Request]time.Duration{}, counts: map[int]int{},
 		cut: func(time.Duration) bool { return false }, listCut: func(time.Duration) bool { return false }}
 	rp.l.begin()
@@ -148,6 +149,9 @@ func (s *fsSim) step(rp *fsReplica) {
 		if now >= w.doneAt {
 			rp.fs.EndWrite(s.at(w.sent), s.at(w.doneAt), w.ok)
 			rp.write = nil
+			if w.ok { // the manager lists then, to apply a raise soon
+				rp.wakeAt = min(rp.wakeAt, now+s.o.ConfirmDelay)
+			}
 		}
 	}
 	if l := rp.list; l != nil {
@@ -164,8 +168,8 @@ func (s *fsSim) step(rp *fsReplica) {
 			rp.list = nil
 		}
 	}
-	if rp.list == nil && now >= rp.listAt {
-		rp.list, rp.listAt = s.op(rp), now+s.o.ListInterval
+	if rp.list == nil && (now >= rp.listAt || now >= rp.wakeAt) {
+		rp.list, rp.listAt, rp.wakeAt = s.op(rp), now+s.o.ListInterval, never
 		if rp.listCut(now) {
 			rp.list.ok, rp.list.lands = false, false
 		}
@@ -203,6 +207,9 @@ func (s *fsSim) step(rp *fsReplica) {
 		rp.granted += n
 	}
 }
+
+// never is a wake that is not set.
+const never = time.Duration(1<<63 - 1)
 
 // fail adds n waiting requests on rp for cluster, lost quorum or not.
 func (s *fsSim) fail(rp *fsReplica, cluster string, n int, lost bool) {

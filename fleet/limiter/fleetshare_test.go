@@ -344,14 +344,18 @@ func TestFleetSharePartitionedReplicaFencesItself(t *testing.T) {
 // TestFleetShareUnevenDemandHealsNearSingleBucket: the bench's sharded
 // heal on the fake clock. Three replicas own 7, 2 and 1 clusters of three
 // members each and every member asks at once, two of each three with
-// quorum lost; the peer Leases are listed every 500 ms, as the manager
-// does. Over 20 seeded runs the heal takes on average at most 1.25 times
-// one bucket's 10 s. (Each raise waits for a list after its claim's write
-// and ConfirmDelay: with ConfirmDelay 1 s it took 14.5 s; splitting by a
-// replica's fresh demand below what it had published, 13.0 s.)
+// quorum lost; the peer Leases are listed every 500 ms and ConfirmDelay
+// after each write, as the manager does. Over 20 seeded runs the heal
+// takes on average at most 1.15 times one bucket's 10 s. What it took
+// before each change: 14.5 s with ConfirmDelay 1 s; 13.0 s splitting by a
+// replica's fresh demand below what it had published; 12.1 s lowering a
+// part before its claim's write and writing every change of demand (each
+// new split lowers some parts at once while the raises wait a round
+// trip); 11.3 s without the list after a write.
 func TestFleetShareUnevenDemandHealsNearSingleBucket(t *testing.T) {
 	const runs = 20
 	var sum time.Duration
+	var unused, drained float64 // tokens of rate not in force; in force on a replica with none waiting
 	for seed := int64(1); seed <= runs; seed++ {
 		o := testShareOptions()
 		o.ListInterval = 500 * time.Millisecond
@@ -368,15 +372,24 @@ func TestFleetShareUnevenDemandHealsNearSingleBucket(t *testing.T) {
 		start := s.now()
 		for waiting(s) > 0 && s.now() < start+5*time.Minute {
 			s.run(s.tick)
+			inForce := 0.0
+			for _, rp := range s.reps {
+				inForce += rp.fs.Applied().Rate
+				if len(rp.waiting) == 0 {
+					drained += rp.fs.Applied().Rate * s.tick.Seconds()
+				}
+			}
+			unused += (float64(o.Rate) - inForce) * s.tick.Seconds()
 		}
 		s.checkBound(t)
 		sum += s.now() - start
 	}
 	single := singleHealTime(30, 1, 1)
 	mean := sum / runs
-	t.Logf("30 requests over replicas owning 7:2:1: %v on average, one bucket %v, ratio %.2f", mean, single, mean.Seconds()/single.Seconds())
-	if mean.Seconds() > 1.25*single.Seconds() {
-		t.Fatalf("sharded heal %v on average, over 1.25 × one bucket's %v", mean, single)
+	t.Logf("30 requests over replicas owning 7:2:1: %v on average, one bucket %v, ratio %.2f; per heal, %.1f tokens of rate not in force, %.1f in force where none waited",
+		mean, single, mean.Seconds()/single.Seconds(), unused/runs, drained/runs)
+	if mean.Seconds() > 1.15*single.Seconds() {
+		t.Fatalf("sharded heal %v on average, over 1.15 × one bucket's %v", mean, single)
 	}
 }
 
