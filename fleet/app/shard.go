@@ -186,6 +186,8 @@ const partTick = 100 * time.Millisecond
 func (k *shareKeeper) Start(ctx context.Context) error {
 	t := time.NewTicker(partTick)
 	defer t.Stop()
+	log := ctrl.Log.WithName("sharding")
+	var last limiter.Part
 	for {
 		select {
 		case <-ctx.Done():
@@ -197,7 +199,13 @@ func (k *shareKeeper) Start(ctx context.Context) error {
 		k.mu.Lock()
 		d.Owned = k.n
 		k.mu.Unlock()
-		k.f.Limiter.SetPart(k.f.sharding.share.next(time.Now(), d))
+		p := k.f.sharding.share.next(time.Now(), d)
+		if p != last {
+			log.V(1).Info("Limiter part changed", "burst", p.Burst, "rate", p.Rate,
+				"waitingQuorumLost", d.Lost, "waitingOther", d.Other, "owned", d.Owned)
+			last = p
+		}
+		k.f.Limiter.SetPart(p)
 	}
 }
 
