@@ -103,14 +103,15 @@ func (s *run) discoverMemberID(ctx context.Context) error {
 
 // Reading a new Pod's etcd version dials that Pod's etcd, through the
 // workload apiserver's port-forward when the manager is outside the Pod
-// network. In a fleet heal at load 13-18 on 2 cores that read took
-// 0.1-0.5 s, and in one run most reads of the heal ran to their 3 s
-// deadline while the new member's Ready write waited on them; the
+// network. In the fleet heal bench on 2 cores that read took 0.1-0.5 s
+// while the fleet bootstrapped, and in one heal most reads ran to their
+// 3 s deadline while the new member's Ready write waited on them; the
 // cluster counts the member towards Available only once Ready is
 // written. So the read on the way to Ready gets versionOnReady: a read
 // that has not answered by then is left to a reconcile versionRetry
-// later, which has the whole deadline and nothing else to write. Reading first keeps the one
-// status write per Pod start when etcd answers in time.
+// later, which has the whole deadline and nothing else to write.
+// Reading first keeps one status write per Pod start when etcd answers
+// in time.
 const (
 	versionOnReady = time.Second
 	versionRetry   = 2 * time.Second
