@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/memberctl/component/pod"
@@ -60,13 +59,7 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 		s.setReady(true, v1alpha1.ReasonPodReady, "Pod is ready and member "+m.Status.MemberID+" is known")
 	}
 	if ready && m.Status.Version == "" {
-		// Turning Ready: the read is bounded, and one cut short is
-		// tried again soon. Otherwise a failed read waits for the next
-		// event or resync, as before.
-		turning := !meta.IsStatusConditionTrue(s.orig.Status.Conditions, v1alpha1.ConditionReady)
-		if !s.observeVersion(ctx, turning) && turning && result.RequeueAfter > versionRetry {
-			result.RequeueAfter = versionRetry
-		}
+		s.observeVersion(ctx)
 	}
 	if left := s.observeHealth(ready); left > 0 && left < result.RequeueAfter {
 		result.RequeueAfter = left
@@ -101,39 +94,15 @@ func (s *run) discoverMemberID(ctx context.Context) error {
 	return nil
 }
 
-// Reading a new Pod's etcd version dials that Pod's etcd, through the
-// workload apiserver's port-forward when the manager is outside the Pod
-// network. In the fleet heal bench on 2 cores that read took 0.1-0.5 s
-// while the fleet bootstrapped, and in one heal most reads ran to their
-// 3 s deadline while the new member's Ready write waited on them; the
-// cluster counts the member towards Available only once Ready is
-// written. So the read on the way to Ready gets versionOnReady: a read
-// that has not answered by then is left to a reconcile versionRetry
-// later, which has the whole deadline and nothing else to write.
-// Reading first keeps one status write per Pod start when etcd answers
-// in time.
-const (
-	versionOnReady = time.Second
-	versionRetry   = 2 * time.Second
-)
-
-// observeVersion records the running etcd version; best effort. With
-// onReady (this reconcile's write turns the member Ready) the read gets
-// versionOnReady. It reports whether the version was read.
-func (s *run) observeVersion(ctx context.Context, onReady bool) bool {
-	if onReady {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, versionOnReady)
-		defer cancel()
-	}
+// observeVersion records the running etcd version; best effort.
+func (s *run) observeVersion(ctx context.Context) {
 	t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, []v1alpha1.EtcdMember{*s.m})
 	if err != nil {
-		return false
+		return
 	}
 	st, err := s.cl.Etcd.Status(ctx, t, etcd.MemberClientURL(s.m))
 	if err != nil {
-		log.FromContext(ctx).V(1).Info("etcd version not read; trying again", "error", err.Error())
-		return false
+		return
 	}
 	s.m.Status.Version = st.Version
 	if st.Version == s.m.Spec.Version {
@@ -142,7 +111,6 @@ func (s *run) observeVersion(ctx context.Context, onReady bool) bool {
 		s.setCondition(v1alpha1.ConditionVersionDrifted, metav1.ConditionTrue, v1alpha1.ReasonVersionMismatch,
 			fmt.Sprintf("running %s, spec says %s", st.Version, s.m.Spec.Version))
 	}
-	return true
 }
 
 // observeHealth tracks how long the member has been Ready and lifts the
