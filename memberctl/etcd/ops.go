@@ -169,17 +169,20 @@ func (o *Ops) Remove(ctx context.Context, t Target, id uint64) error {
 	return nil
 }
 
-// Status implements Interface.
+// Status implements Interface, on the member's kept connection
+// (etcdaccess.ClientPool.Member): health looks and version reads ask
+// every member often while a cluster heals or rolls.
 func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, error) {
-	c, err := o.borrow(ctx, t)
+	m, err := o.Pool.Member(ctx, t.Key, t.Endpoints, t.TLS, endpoint)
 	if err != nil {
 		return Status{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	resp, err := c.Status(ctx, endpoint)
+	resp, err := etcdserverpb.NewMaintenanceClient(m.Conn).Status(ctx, &etcdserverpb.StatusRequest{}, m.CallOptions()...)
+	m.Done(err)
 	if err != nil {
-		return Status{}, fmt.Errorf("status of %s: %w", endpoint, err)
+		return Status{}, fmt.Errorf("status of %s: %w", endpoint, clientv3.ContextError(ctx, err))
 	}
 	return Status{MemberID: resp.Header.MemberId, Leader: resp.Leader, Version: resp.Version,
 		IsLearner: resp.IsLearner, Errors: resp.Errors, Revision: resp.Header.Revision,

@@ -53,6 +53,9 @@ type ClientPool struct {
 	dialer PodDialer
 	logger *zap.Logger
 
+	// memberIdle is the package's memberIdle; tests shorten it.
+	memberIdle time.Duration
+
 	mu      sync.Mutex
 	closed  bool
 	clients map[string]*pooledClient
@@ -62,12 +65,13 @@ type pooledClient struct {
 	client    *clientv3.Client
 	endpoints []string // sorted
 	tls       *tls.Config
+	members   map[string]*memberConn // by endpoint: Member
 }
 
 // NewClientPool returns a pool whose clients reach members through d.
 // A nil logger keeps the etcd client's default.
 func NewClientPool(d PodDialer, logger *zap.Logger) *ClientPool {
-	return &ClientPool{dialer: d, logger: logger, clients: map[string]*pooledClient{}}
+	return &ClientPool{dialer: d, logger: logger, memberIdle: memberIdle, clients: map[string]*pooledClient{}}
 }
 
 // Get returns the client for key (e.g. "namespace/name"), creating it on
@@ -118,7 +122,7 @@ func (p *ClientPool) get(ctx context.Context, key string, endpoints []string, tl
 			return pc.client, nil
 		}
 		delete(p.clients, key)
-		_ = pc.client.Close()
+		pc.close()
 	}
 	c, err := p.newClient(eps, tlsCfg)
 	if err != nil {
@@ -154,8 +158,8 @@ func (p *ClientPool) newClient(eps []string, tlsCfg *tls.Config) (*clientv3.Clie
 // failing every call of the reconcile that comes once etcd is back. A
 // caller of Get is about to send a call, so one attempt per Get is what a
 // down cluster costs anyway, and it is no more than the reconciles' own
-// pace. Per-member calls (Status, Defragment) dial a connection of their
-// own and never wait on this backoff.
+// pace. Per-member calls dial a connection of their own (Defragment,
+// MoveLeader) or get a kept one from Member, which wakes it the same way.
 func wake(cc *grpc.ClientConn) {
 	switch cc.GetState() {
 	case connectivity.TransientFailure:
@@ -169,11 +173,10 @@ func wake(cc *grpc.ClientConn) {
 // deleted. The next Get creates a new one.
 func (p *ClientPool) Forget(key string) {
 	p.mu.Lock()
-	pc := p.clients[key]
-	delete(p.clients, key)
-	p.mu.Unlock()
-	if pc != nil {
-		_ = pc.client.Close()
+	defer p.mu.Unlock()
+	if pc := p.clients[key]; pc != nil {
+		delete(p.clients, key)
+		pc.close()
 	}
 }
 
@@ -181,16 +184,23 @@ func (p *ClientPool) Forget(key string) {
 // PodDialer is not closed, since the caller owns it.
 func (p *ClientPool) Close() error {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	clients := p.clients
 	p.clients, p.closed = nil, true
-	p.mu.Unlock()
 	var errs []error
 	for _, pc := range clients {
-		if err := pc.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		if err := pc.close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// close closes the client and its members' kept connections. Called with
+// the pool's lock held: the kept connections' bookkeeping is under it.
+func (pc *pooledClient) close() error {
+	pc.closeMembers()
+	return pc.client.Close()
 }
 
 // sameTLS reports whether two client TLS configs would behave the same, so

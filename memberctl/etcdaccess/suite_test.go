@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,7 +53,10 @@ var (
 	etcdCmd   *exec.Cmd
 	etcdCA    *x509.Certificate
 	etcdTLS   *tls.Config // client side: trusts etcdCA
-	endpoint  = fmt.Sprintf("https://%s.%s.%s.svc:2379", testPod, subdomain, testNS)
+	// forwards counts the connections the kubelet forwarded to a Pod,
+	// as the kubelet saw them.
+	forwards atomic.Int64
+	endpoint = fmt.Sprintf("https://%s.%s.%s.svc:2379", testPod, subdomain, testNS)
 )
 
 func TestEtcdAccess(t *testing.T) {
@@ -79,6 +83,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		if ns != testNS || pod != testPod {
 			return "", fmt.Errorf("no target for pod %s/%s", ns, pod)
 		}
+		forwards.Add(1)
 		return net.JoinHostPort(etcdIP, strconv.Itoa(int(port))), nil
 	})
 	Expect(err).NotTo(HaveOccurred())
