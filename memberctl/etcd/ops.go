@@ -88,6 +88,9 @@ type Interface interface {
 	Remove(ctx context.Context, t Target, id uint64) error
 	// Status asks one endpoint (of t.Endpoints or not) about itself.
 	Status(ctx context.Context, t Target, endpoint string) (Status, error)
+	// Warm starts connecting to one endpoint that a Status call will
+	// soon ask, and returns without waiting for it; best effort.
+	Warm(ctx context.Context, t Target, endpoint string)
 	// MoveLeader asks the leader, at leaderEndpoint, to hand leadership to
 	// the voter to. etcd refuses the call at any other member (ErrNotLeader),
 	// so it is sent to that one endpoint, not balanced over t's.
@@ -189,6 +192,15 @@ func (o *Ops) Status(ctx context.Context, t Target, endpoint string) (Status, er
 		DBSize: resp.DbSize, DBSizeInUse: resp.DbSizeInUse, QuotaBytes: resp.DbSizeQuota, RaftAppliedIndex: resp.RaftAppliedIndex,
 		RaftIndex: resp.RaftIndex, Alarms: alarmsOf(resp.Errors), StorageVersion: resp.StorageVersion,
 		DowngradeTarget: downgradeTarget(resp.DowngradeInfo)}, nil
+}
+
+// Warm implements Interface: it lends the member's kept connection and
+// returns it at once, which starts the dial (the pool wakes a connection it
+// lends) and arms its idle close.
+func (o *Ops) Warm(ctx context.Context, t Target, endpoint string) {
+	if m, err := o.Pool.Member(ctx, t.Key, t.Endpoints, t.TLS, endpoint); err == nil {
+		m.Done(nil)
+	}
 }
 
 // MoveLeader implements Interface. The client's own MoveLeader goes to

@@ -47,6 +47,9 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 		return s.replaceCrashLooping(ctx, p)
 	case !ready:
 		s.setReady(false, v1alpha1.ReasonPodNotReady, "pod phase: "+string(p.Status.Phase))
+		if p.Status.Phase == corev1.PodRunning {
+			s.warm(ctx)
+		}
 	case m.Status.MemberID == "":
 		if err := s.discoverMemberID(ctx); err != nil {
 			s.setReady(false, v1alpha1.ReasonDiscoveringMemberID, "Pod is ready; looking up its etcd member ID: "+err.Error())
@@ -92,6 +95,19 @@ func (s *run) discoverMemberID(ctx context.Context) error {
 	}
 	s.m.Status.MemberID = fmt.Sprintf("%016x", found.ID)
 	return nil
+}
+
+// warm starts the connection that the version read will take once the
+// Pod is Ready, while etcd starts. Through the apiserver the dial is an
+// upgrade or a stream pair, then etcd's TLS and HTTP/2 handshakes: in a
+// fleet heal at load 12-17 on 2 cores the first read of a new Pod took
+// 0.3-2.3 s, and the Ready write waited on it. Warmed, that read is one
+// call on an open connection. Until etcd listens, the connection retries
+// with gRPC's backoff (1 s, then 1.6 times longer), and the read wakes it.
+func (s *run) warm(ctx context.Context) {
+	if t, err := etcd.TargetFor(ctx, s.cl.Reader, s.cl.Name, []v1alpha1.EtcdMember{*s.m}); err == nil {
+		s.cl.Etcd.Warm(ctx, t, etcd.MemberClientURL(s.m))
+	}
 }
 
 // observeVersion records the running etcd version; best effort.

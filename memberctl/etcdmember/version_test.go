@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
+	"github.com/etcdfleet/etcdfleet/memberctl/etcd"
 )
 
 // The version a member runs is read from etcd again for each new Pod: a
@@ -29,5 +30,22 @@ var _ = Describe("the running version", func() {
 		m := h.member("ec-0")
 		Expect(m.Status.Version).To(Equal("3.7.3"))
 		Expect(meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionVersionDrifted)).To(BeTrue())
+	})
+
+	// The read of a new Pod's version comes with its Ready write: the
+	// connection it takes is dialled while etcd starts, not then.
+	It("has the new Pod's connection dialled while the Pod runs and is not Ready yet", func() {
+		h := newHarness("", 3)
+		url := etcd.MemberClientURL(h.member("ec-0"))
+		h.setPod("ec-0", failed("Terminated"))
+		h.reconcile("ec-0")
+		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
+		h.now = h.now.Add(time.Minute)
+		h.reconcile("ec-0")
+		warmed, asked := h.etcd.Warmed(url), h.etcd.StatusAsked("ec-0")
+		h.setPod("ec-0", running(false, 0))
+		h.reconcile("ec-0")
+		Expect(h.etcd.Warmed(url)).To(Equal(warmed+1), "dialled once the Pod runs")
+		Expect(h.etcd.StatusAsked("ec-0")).To(Equal(asked), "nothing asked before Ready")
 	})
 })

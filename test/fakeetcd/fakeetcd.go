@@ -62,6 +62,8 @@ type Etcd struct {
 	// statusBudgets is, per member name, the time each Status call's ctx
 	// had left (NoDeadline without one); its length counts the calls.
 	statusBudgets map[string][]time.Duration
+	// warmed counts Warm calls by endpoint.
+	warmed map[string]int
 	// revision is the keyspace revision Status reports.
 	revision int64
 	// leader is the leader's member ID; 0 means the first voter listed.
@@ -100,6 +102,23 @@ func (f *Etcd) StatusAsked(name string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.statusBudgets[name])
+}
+
+// Warm implements etcd.Interface: it only counts the call (Warmed).
+func (f *Etcd) Warm(_ context.Context, _ etcd.Target, endpoint string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.warmed == nil {
+		f.warmed = map[string]int{}
+	}
+	f.warmed[endpoint]++
+}
+
+// Warmed returns how often Warm was called for endpoint.
+func (f *Etcd) Warmed(endpoint string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.warmed[endpoint]
 }
 
 func (f *Etcd) record(format string, args ...any) {
