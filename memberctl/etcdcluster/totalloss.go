@@ -102,6 +102,9 @@ func (p *pass) lostClaimsWait(why string) time.Duration {
 // are provably lost and they are a majority, it records the majority loss
 // for the status (majorityLoss).
 func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, lostPhase bool, err error) {
+	if p.noLossInSight(ctx) {
+		return false, "", false, nil
+	}
 	ms, err := p.fresh(ctx)
 	if err != nil {
 		return false, "", false, err
@@ -114,7 +117,7 @@ func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, lostPhase 
 		survivors     []*v1alpha1.EtcdMember
 	)
 	for _, m := range ms.all {
-		d, err := p.dataGone(ctx, m)
+		d, err := dataGone(ctx, p.cl.Reader, m)
 		if err != nil {
 			return false, "", false, err
 		}
@@ -130,6 +133,39 @@ func (p *pass) totalLoss(ctx context.Context) (lost bool, why string, lostPhase 
 		return false, fmt.Sprintf("member %s may still hold data: %s", survivors[0].Name, whats[0]), false, nil
 	}
 	return true, strings.Join(proofs, "; "), lostPhase, nil
+}
+
+// noLossInSight spares the live reads of totalLoss when the cache shows
+// every member's data where it was and no loss is being counted: the
+// common quorum loss, members restarting after a power cycle. Those reads
+// (the members, then each member's claim or Pod, one after the other) took
+// 1-3 s per reconcile at a fleet heal's load on 2 cores, in every
+// reconcile of every cluster without quorum, and the reconcile that sees a
+// cluster whole again waited behind them. The live reads prove a loss;
+// the cache can only fail to show one yet, and then this cluster, which
+// etcd does not answer, is reconciled again (requeueUnreachable) and the
+// cache has caught up. Once a loss is counted or recovered from (a
+// TotalLoss or QuorumRecovery condition, an Available of MajorityLost),
+// every pass reads live, as before, so that a lagging cache never
+// restarts a grace period or drops a report.
+func (p *pass) noLossInSight(ctx context.Context) bool {
+	st := &p.ec.Status
+	if apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTotalLoss) != nil ||
+		apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionQuorumRecovery) != nil {
+		return false
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAvailable); c != nil && c.Reason == v1alpha1.ReasonMajorityLost {
+		return false
+	}
+	if len(p.members.all) == 0 {
+		return false
+	}
+	for _, m := range p.members.all {
+		if d, err := dataGone(ctx, p.cl.Client, m); err != nil || d.gone {
+			return false
+		}
+	}
+	return true
 }
 
 // dataProof is what dataGone found of one member's data.
@@ -151,12 +187,14 @@ type dataProof struct {
 //     terminal (the member controller deletes such Pods first).
 //   - PVC: the claim is absent, or its phase is Lost, or it is being
 //     deleted and no Pod uses it.
-func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (dataProof, error) {
+//
+// r is the live reader for a proof, or the cache for noLossInSight.
+func dataGone(ctx context.Context, r client.Reader, m *v1alpha1.EtcdMember) (dataProof, error) {
 	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
 	if m.Spec.Storage.Medium != v1alpha1.StorageMediumMemory {
 		key.Name = etcd.PVCName(m.Name)
 		pvc := &corev1.PersistentVolumeClaim{}
-		switch err := p.cl.Reader.Get(ctx, key, pvc); {
+		switch err := r.Get(ctx, key, pvc); {
 		case apierrors.IsNotFound(err):
 			return dataProof{gone: true, what: "lost its claim " + key.Name}, nil
 		case err != nil:
@@ -166,14 +204,14 @@ func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (dataProof,
 		case pvc.DeletionTimestamp != nil:
 			// Kept only by pvc-protection while a Pod uses it: with no Pod
 			// left, it goes, and its data with it.
-			if gone, err := p.podGone(ctx, m); err != nil || gone {
+			if gone, err := podGone(ctx, r, m); err != nil || gone {
 				return dataProof{gone: gone, what: "lost its claim " + key.Name + ", being deleted with no Pod to use it"}, err
 			}
 		}
 		return dataProof{what: "its claim " + key.Name + " exists"}, nil
 	}
 	pod := &corev1.Pod{}
-	switch err := p.cl.Reader.Get(ctx, key, pod); {
+	switch err := r.Get(ctx, key, pod); {
 	case apierrors.IsNotFound(err):
 		return dataProof{gone: true, what: "lost its Pod, and its tmpfs with it"}, nil
 	case err != nil:
@@ -185,9 +223,9 @@ func (p *pass) dataGone(ctx context.Context, m *v1alpha1.EtcdMember) (dataProof,
 	return dataProof{what: fmt.Sprintf("its Pod is %s and its data-dir guard has not refused", pod.Status.Phase)}, nil
 }
 
-// podGone reports whether member m's Pod is absent, by a live read.
-func (p *pass) podGone(ctx context.Context, m *v1alpha1.EtcdMember) (bool, error) {
-	err := p.cl.Reader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &corev1.Pod{})
+// podGone reports whether member m's Pod is absent, as r reads it.
+func podGone(ctx context.Context, r client.Reader, m *v1alpha1.EtcdMember) (bool, error) {
+	err := r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &corev1.Pod{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
