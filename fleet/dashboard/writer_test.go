@@ -426,6 +426,13 @@ var _ = Describe("Writer", func() {
 			g.Expect(cond(getFleet(g).Status.Conditions, fleetv1.ConditionPaused)).To(Equal("True/FleetPaused"))
 			g.Expect(cond(getFC(g, nnOf(busy)).Status.Conditions, fleetv1.ConditionPaused)).To(Equal("True/FleetPaused"))
 		}, 10*time.Second).Should(Succeed())
-		Expect(table(fleetClustersPath(ns))[0]["Paused"]).To(Equal("True"))
+		// Every row, each written by its own reconcile: the conditions
+		// above are the Fleet's and one FleetCluster's (CI-F read the
+		// first row 0.4 s after those, before its own write).
+		Eventually(func(g Gomega) {
+			for _, row := range table(fleetClustersPath(ns)) {
+				g.Expect(row["Paused"]).To(Equal("True"), "FleetCluster %s", row["Name"])
+			}
+		}, 10*time.Second).Should(Succeed())
 	})
 })
