@@ -47,8 +47,8 @@ func (s *run) observe(ctx context.Context, p *corev1.Pod) (ctrl.Result, error) {
 		return s.replaceCrashLooping(ctx, p)
 	case !ready:
 		s.setReady(false, v1alpha1.ReasonPodNotReady, "pod phase: "+string(p.Status.Phase))
-		if p.Status.Phase == corev1.PodRunning {
-			s.warm(ctx)
+		if p.Status.Phase == corev1.PodRunning && m.Status.Version == "" {
+			s.warm(ctx) // a new Pod, whose version is read once it is Ready
 		}
 	case m.Status.MemberID == "":
 		if err := s.discoverMemberID(ctx); err != nil {

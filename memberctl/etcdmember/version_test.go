@@ -37,6 +37,9 @@ var _ = Describe("the running version", func() {
 	It("has the new Pod's connection dialled while the Pod runs and is not Ready yet", func() {
 		h := newHarness("", 3)
 		url := etcd.MemberClientURL(h.member("ec-0"))
+		h.setPod("ec-0", running(false, 0))
+		h.reconcile("ec-0")
+		Expect(h.etcd.Warmed(url)).To(BeZero(), "a Pod whose version is known is not dialled when it stops being Ready")
 		h.setPod("ec-0", failed("Terminated"))
 		h.reconcile("ec-0")
 		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
