@@ -93,4 +93,24 @@ var _ = Describe("ClientPool.Member", func() {
 		pool.Forget(clusterKey)
 		Expect(changed.Conn.GetState()).To(Equal(connectivity.Shutdown), "Forget closes them")
 	})
+
+	// The member restarts under a kept connection: once unused through
+	// the outage (its forward broke silently), once failing a call in it.
+	// Either way the first call after etcd is back answers.
+	It("answers at the first call after the member restarted under it", func(ctx SpecContext) {
+		DeferCleanup(func(ctx SpecContext) {
+			if etcdCmd == nil { // the spec failed with the member down
+				startEtcd(ctx, assetsDir)
+			}
+		})
+		Expect(status(ctx, lend(ctx, etcdTLS), 5*time.Second)).To(Succeed())
+		stopEtcd()
+		startEtcd(ctx, assetsDir)
+		Expect(status(ctx, lend(ctx, etcdTLS), 3*time.Second)).To(Succeed(), "unused through the outage")
+
+		stopEtcd()
+		Expect(status(ctx, lend(ctx, etcdTLS), time.Second)).NotTo(Succeed())
+		startEtcd(ctx, assetsDir)
+		Expect(status(ctx, lend(ctx, etcdTLS), 3*time.Second)).To(Succeed(), "failed during the outage")
+	}, SpecTimeout(2*time.Minute))
 })
