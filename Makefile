@@ -96,8 +96,6 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	  if [ $$rc -ne 0 ]; then echo "--- why the failed specs failed (e2eutil.PrintFailures; full output above) ---"; \
 	    grep -A$(FAILURE_LINES) '^FAILED: ' $$log | cut -c1-240 || true; fi; \
 	  rm -f $$log; exit $$rc
-	@start=$$(date +%s); $(MAKE) --no-print-directory test-e2e-shard; \
-	  echo "sharding e2e: $$(( $$(date +%s) - start ))s"
 
 # Native Go fuzz targets, as package:Function. Their seed corpora (f.Add
 # and testdata/fuzz) run as plain tests with every go test, make test's

@@ -91,6 +91,10 @@
 // answers a linearizable MemberList, and after a power cycle every
 // cluster of a fleet is leaderless at once, so the long wait held the
 // workers a revived cluster's reconcile needed (leaderlessListTimeout).
+// A voter counts as Ready here only if the cache does not show its Pod
+// stopped or not Ready: after a reboot the members' Ready statuses lag
+// their Pods, and the first reconcile, woken by the first member to go
+// not Ready, otherwise waited the whole 5 s on the others' dead Pods.
 // For the same reason the health look (at most every 30 s) gives a member
 // that is not Ready 1 s to answer its Status call, not 3 s: the first look
 // after a power cycle comes as soon as etcd answers again, while the last

@@ -1,11 +1,14 @@
 package etcdcluster
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/fakeetcd"
@@ -44,4 +47,34 @@ var _ = Describe("a cluster whose members' readiness shows no quorum", func() {
 		Expect(listsSince(n)).To(HaveEach(Equal(fakeetcd.NoDeadline)), "the reconcile's own context has no deadline here; Ops adds the list timeout")
 		Expect(conditionReason(h.get(ec), v1alpha1.ConditionAvailable)).To(Equal(v1alpha1.ReasonQuorumAvailable))
 	})
+
+	It("gives it the short deadline too while the members still say Ready but the cache shows their Pods stopped", func() {
+		h := newHarness()
+		ec := h.newCluster(3)
+		h.converge(ec, 3)
+		ms := h.members()
+		h.etcd.SetNoQuorum(errors.New("context deadline exceeded"))
+
+		By("a node reboot: two of three Pods Succeeded before any member's Ready status is written")
+		h.stoppedPod(&ms[0])
+		h.stoppedPod(&ms[1])
+		n := len(h.etcd.ListBudgets())
+		h.reconcile(ec)
+		b := h.etcd.ListBudgets()
+		Expect(len(b)).To(BeNumerically(">", n), "the reconcile asked etcd for its member list")
+		Expect(b[n:]).To(HaveEach(And(BeNumerically(">", 0), BeNumerically("<=", leaderlessListTimeout))))
+	})
 })
+
+// stoppedPod creates m's Pod as a graceful node shutdown leaves it:
+// Succeeded and not Ready.
+func (h *harness) stoppedPod(m *v1alpha1.EtcdMember) {
+	GinkgoHelper()
+	ctx := context.Background()
+	po := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: m.Status.PodName, Namespace: m.Namespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}
+	Expect(k8sClient.Create(ctx, po)).To(Succeed())
+	po.Status.Phase = corev1.PodSucceeded
+	po.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	Expect(k8sClient.Status().Update(ctx, po)).To(Succeed())
+}

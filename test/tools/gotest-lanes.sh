@@ -6,40 +6,87 @@
 #   test/tools/gotest-lanes.sh -count=1 -timeout 40m
 #
 # The sandbox lane runs the packages that each start a sandbox fleet
-# (test/e2e/..., test/sandbox) two at a time: on 2 cores, a third would
-# slow the specs whose bounds are timed. The other lane runs every other
-# package, one at a time, beside it, at nice LANE_NICE (default 10).
-# Those start at most an envtest apiserver or a small sandbox each, and
-# the e2e suites leave a third to half of the two cores idle while their
-# specs wait on etcd, the limiter's pace or a Job's backoff: in one lane,
-# as `go test ./...` ran them (alphabetically, the e2e suites last), the
-# unit packages took about five minutes of the run before the first suite
-# started. The nice level gives the suites the cores whenever they want
-# them: at the same priority the two lanes kept both cores 95-100 % busy,
-# and a fleet spec's deletes, paced by the limiter, reached the
-# apiservers bunched (7 in 0.44 s against a bound of 6.9).
+# (test/e2e/..., test/sandbox), and the fleet suite's shard specs, which
+# need a sandbox of their own (make test-e2e-shard), two at a time: on 2
+# cores, a third would slow the specs whose bounds are timed. It takes
+# them longest first (sandboxOrder), one go test each, so that the two
+# that run last are short and neither slot idles long while the other
+# finishes: with go test -p 2 over the list, the fleet suite (the longest)
+# started third, and the shard specs ran alone after both lanes, 220 s of
+# a 2,004 s run (CI-H) with one slot idle.
+#
+# The other lane runs every other package, one at a time, beside it, at
+# nice LANE_NICE (default 10). Those start at most an envtest apiserver or
+# a small sandbox each, and the e2e suites leave a third to half of the
+# two cores idle while their specs wait on etcd, the limiter's pace or a
+# Job's backoff: in one lane, as `go test ./...` ran them (alphabetically,
+# the e2e suites last), the unit packages took about five minutes of the
+# run before the first suite started. The nice level gives the suites the
+# cores whenever they want them: at the same priority the two lanes kept
+# both cores 95-100 % busy, and a fleet spec's deletes, paced by the
+# limiter, reached the apiservers bunched (7 in 0.44 s against a bound of
+# 6.9).
 #
 # Arguments are go test flags for both lanes (not -p, which each lane
 # sets).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
+# sandboxOrder: the sandbox jobs, longest first, as fresh-clone CI runs
+# timed them (CI-H, 2026-12-07, seconds): fleet 740, memberctl 564, pacing
+# 473, recovery 431, faults 297, etcddata 250, sandbox 222, the shard
+# specs 220, totalloss 146, lincheck 7, e2eutil 0.2. A sandbox package
+# missing here runs first: its length is unknown, and a long one run last
+# would leave a slot idle the longest.
+shardJob="./test/e2e/fleet -ginkgo.label-filter=shard"
+sandboxOrder=(./test/e2e/fleet ./test/e2e/memberctl ./test/e2e/pacing ./test/e2e/recovery
+	./test/e2e/faults ./test/e2e/etcddata ./test/sandbox "$shardJob" ./test/e2e/totalloss
+	./test/e2e/lincheck ./test/e2e/e2eutil)
+
+mod=$(go list -m) || exit 1
 sandbox=$(go list ./test/e2e/... ./test/sandbox) || exit 1
 others=$(go list ./... | grep -vxF "$sandbox") || exit 1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
+# The jobs file: one go test argument list per line.
+jobs="$dir/sandbox-jobs"
+for pkg in $sandbox; do
+	rel=./${pkg#"$mod"/}
+	printf '%s\n' "${sandboxOrder[@]}" | grep -qxF "$rel" || echo "$rel"
+done > "$jobs"
+for job in "${sandboxOrder[@]}"; do
+	pkg=${job%% *}
+	grep -qxF "$mod/${pkg#./}" <<<"$sandbox" && echo "$job"
+done >> "$jobs"
+
 flags=("$@")
-lane() { # lane NAME P NICE PACKAGES...: go test at -p P and nice NICE; its exit code goes to $dir/NAME
-	local name=$1 p=$2 n=$3
-	shift 3
-	nice -n "$n" go test "${flags[@]}" -p "$p" "$@" 2>&1
-	echo $? > "$dir/$name"
+export LANE_DIR=$dir
+# sandboxJob ARGS...: one go test; its output is printed whole once it
+# ends (under a lock, so that the two slots' outputs never interleave).
+sandboxJob() {
+	local out rc start=$SECONDS
+	out=$(mktemp -p "$LANE_DIR")
+	go test -p 1 "$@" >"$out" 2>&1
+	rc=$?
+	echo "sandbox lane: go test $*: $((SECONDS - start))s" >>"$out"
+	flock "$LANE_DIR/print.lock" cat "$out"
+	return $rc
 }
-# shellcheck disable=SC2086 # the package lists are words
-lane sandbox 2 0 $sandbox &
-# shellcheck disable=SC2086
-lane others 1 "${LANE_NICE:-10}" $others &
+export -f sandboxJob
+
+# The sandbox lane: xargs keeps two jobs running and exits non-zero if
+# any failed.
+(
+	# shellcheck disable=SC2016 # expanded by the job's bash
+	xargs -P 2 -L 1 bash -c 'sandboxJob "$@"' _ "${flags[@]}" < "$jobs"
+	echo $? > "$dir/sandbox"
+) &
+(
+	# shellcheck disable=SC2086 # the package list is words
+	nice -n "${LANE_NICE:-10}" go test "${flags[@]}" -p 1 $others 2>&1
+	echo $? > "$dir/others"
+) &
 wait
 rc=0
 for name in sandbox others; do
