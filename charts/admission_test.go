@@ -25,6 +25,15 @@ import (
 // memberPod is the Pod memberctl builds for member name of EtcdCluster ec,
 // with the controller reference Sync adds.
 func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
+	m := member(ec, name)
+	p := pod.Build(m, pod.BuildOptions{AgentImage: settings.Default().AgentImage})
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember",
+		Name: m.Name, UID: m.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	return p
+}
+
+// member is the EtcdMember name that the EtcdCluster reconciler makes for ec.
+func member(ec *etcdv1.EtcdCluster, name string) *etcdv1.EtcdMember {
 	m := &etcdv1.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: name, UID: types.UID("uid-" + name)},
 		Spec: etcdv1.EtcdMemberSpec{ClusterName: ec.Name, Version: ec.Spec.Version, Storage: ec.Spec.Storage,
@@ -46,10 +55,7 @@ func memberPod(ec *etcdv1.EtcdCluster, name string) *corev1.Pod {
 		loc.S3.Key += "scheduled.db"
 		m.Spec.Restore = &etcdv1.MemberRestore{Location: loc, SnapshotName: "scheduled"}
 	}
-	p := pod.Build(m, pod.BuildOptions{AgentImage: settings.Default().AgentImage})
-	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1.GroupVersion.String(), Kind: "EtcdMember",
-		Name: m.Name, UID: m.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
-	return p
+	return m
 }
 
 func tlsCluster(ns, name string) *etcdv1.EtcdCluster {
@@ -288,6 +294,18 @@ func admissionPolicyHolds(ctx context.Context, t *testing.T, w1 *sandbox.Cluster
 	}
 
 	// Images may change in place: updates are held to the same shape.
+	// The Pod's owner exists: with the made-up UID of memberPod the
+	// sandbox's garbage collector removed the Pod before the patch and
+	// delete below (CI-J, at load 25).
+	owner := member(adm, good.Name)
+	owner.UID = ""
+	mustCreate(ctx, t, wc, owner)
+	defer func() {
+		if err := wc.Delete(ctx, owner); err != nil {
+			t.Errorf("delete EtcdMember %s: %v", owner.Name, err)
+		}
+	}()
+	good.OwnerReferences[0].UID = owner.UID
 	if _, err := sa.CoreV1().Pods(ns).Create(ctx, good, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create etcdfleet's own Pod: %v", err)
 	}

@@ -117,6 +117,14 @@ func get[T any, PT ptrObject[T]](ctx context.Context, c client.Client, o Object[
 	return cur, nil
 }
 
+// Create creates o.Want without first looking for an object of its name:
+// for a caller that has just deleted that object, which a cache may still
+// hold (Ensure would find it there and repair it instead). An object that
+// still exists comes back as an AlreadyExists error.
+func Create[T any, PT ptrObject[T]](ctx context.Context, c client.Client, o Object[PT]) (PT, error) {
+	return create(ctx, c, o)
+}
+
 func create[T any, PT ptrObject[T]](ctx context.Context, c client.Client, o Object[PT]) (PT, error) {
 	if o.BeforeCreate != nil {
 		if err := o.BeforeCreate(ctx); err != nil {

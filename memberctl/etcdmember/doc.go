@@ -23,7 +23,12 @@
 //
 //   - terminal Pod: a Pod left Succeeded or Failed (what a graceful node
 //     shutdown leaves) is deleted and recreated on the same PVC; etcd
-//     resumes under the same member ID because its data directory is intact;
+//     resumes under the same member ID because its data directory is intact.
+//     The successor is created in the reconcile that deletes the old Pod
+//     (recreateTerminalPod): the apiserver removes a terminal Pod at once,
+//     and the deletion's watch event took 0.8 s p50 and 2.5 s p99 to bring
+//     the next reconcile during a fleet heal. A later reconcile whose cache
+//     still holds the deleted Pod leaves it alone (deletedByUs);
 //   - crash loop: a member whose etcd keeps crashing is deleted, and the
 //     cluster reconciler adds a new member with a new ID;
 //   - pod loss: a memory-backed member whose Pod is gone (or was replaced by

@@ -30,6 +30,10 @@ type job struct {
 	remove func(ctx context.Context) error
 	// announce emits the Event, once, after remove succeeded.
 	announce func(total int32)
+	// then, if set, runs after announce in the same reconcile (the
+	// terminal Pod's successor, created without waiting for the deletion
+	// to reach the cache).
+	then func(ctx context.Context) (ctrl.Result, error)
 }
 
 // safety is a job's check answer.
@@ -154,6 +158,9 @@ func (s *run) carryOut(ctx context.Context, j job, total int32) (ctrl.Result, er
 	}
 	replacements.WithLabelValues(s.cl.Name, string(j.action), orNone(j.cause.Reason)).Inc()
 	j.announce(total)
+	if j.then != nil {
+		return j.then(ctx)
+	}
 	// No requeue: the deletion event brings the next reconcile at once.
 	return ctrl.Result{}, nil
 }

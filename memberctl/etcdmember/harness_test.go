@@ -143,6 +143,14 @@ func (h *harness) pod(name string) *corev1.Pod {
 }
 
 // setPod plays the kubelet: it writes the Pod's status.
+// podReplaced reports whether the Pod that name's last replacement
+// recorded is gone: the Pod there now, if any, is its successor.
+func (h *harness) podReplaced(name string) bool {
+	GinkgoHelper()
+	st, p := h.member(name).Status.Replacement, h.pod(name)
+	return st != nil && st.LastPodUID != "" && (p == nil || p.UID != st.LastPodUID)
+}
+
 func (h *harness) setPod(name string, st corev1.PodStatus) {
 	GinkgoHelper()
 	p := h.pod(name)

@@ -102,6 +102,12 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 		s.warn("ForeignPod", "Pod %s exists but is not owned by this member; not touching it", p.Name)
 		return ctrl.Result{}, fmt.Errorf("pod %s/%s is not owned by member %s", p.Namespace, p.Name, m.Name)
 	}
+	if p != nil && deletedByUs(m, p) {
+		// The cache has not seen the delete that the last reconcile made
+		// and followed with the successor Pod (recreateTerminalPod): the
+		// deletion and creation events bring the next reconcile.
+		return ctrl.Result{}, nil
+	}
 	switch {
 	case isMemory(m) && m.Status.PodUID != "" && (p == nil || p.UID != m.Status.PodUID):
 		return s.replaceLostMemoryMember(ctx, podGone)
@@ -124,7 +130,7 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 			}
 			return s.replaceClaimLostMember(ctx)
 		}
-		return s.createPod(ctx)
+		return s.createPod(ctx, false)
 	}
 	if left, on, err := s.nodeLossLeft(ctx, p); err != nil || (on && left <= 0) {
 		if err != nil {
@@ -178,8 +184,11 @@ func (s *run) parent(ctx context.Context) (*v1alpha1.EtcdCluster, error) {
 }
 
 // createPod creates the PVC and the Pod, and records the new Pod's UID at
-// once: a memory member's pod-loss check depends on it.
-func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
+// once: a memory member's pod-loss check depends on it. With afterDelete,
+// the Pod was deleted a moment ago by this reconcile, so the cache is not
+// asked whether it exists (it may still hold the old one); if the old
+// Pod is in fact still there, its deletion event brings the next reconcile.
+func (s *run) createPod(ctx context.Context, afterDelete bool) (ctrl.Result, error) {
 	ec, err := s.parent(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -191,7 +200,14 @@ func (s *run) createPod(ctx context.Context) (ctrl.Result, error) {
 	opts.ClusterFormed = ec != nil && ec.Status.ClusterID != ""
 	log.FromContext(ctx).Info("Creating the member's Pod", "memory", isMemory(s.m), "memberID", s.m.Status.MemberID,
 		"resourceVersion", s.m.ResourceVersion)
-	p, err := pod.New(s.cl.Client, opts).Sync(ctx, s.m)
+	create := pod.New(s.cl.Client, opts).Sync
+	if afterDelete {
+		create = pod.New(s.cl.Client, opts).Recreate
+	}
+	p, err := create(ctx, s.m)
+	if afterDelete && apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		s.setReady(false, v1alpha1.ReasonWaitingForPod, "cannot create the Pod: "+err.Error())
 		return ctrl.Result{}, firstErr(err, s.writeStatus(ctx))

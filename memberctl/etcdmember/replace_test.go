@@ -31,7 +31,7 @@ type kind struct {
 var (
 	terminalPodKind = kind{medium: "", action: gate.TerminalPodDelete, event: "ReplacingTerminalPod",
 		fault:  func(h *harness) { h.setPod("ec-0", failed("UnexpectedAdmissionError")) },
-		done:   func(h *harness) bool { return h.pod("ec-0") == nil },
+		done:   func(h *harness) bool { return h.podReplaced("ec-0") },
 		record: func(h *harness) *v1alpha1.ReplacementStatus { return h.member("ec-0").Status.Replacement },
 	}
 	crashLoopKind = kind{medium: "", action: gate.CrashLoopReplace, event: "ReplacingCrashLoopingMember",
@@ -107,6 +107,51 @@ var _ = Describe("the one replacement flow", func() {
 })
 
 var _ = Describe("terminal-Pod replacement", func() {
+	It("creates the successor Pod in the reconcile that deletes the terminal one, on the same claim with the same member ID, and leaves a cache that still holds the old Pod alone", func() {
+		h := newHarness("", 3)
+		before := h.member("ec-0")
+		terminalPodKind.fault(h)
+		old := h.pod("ec-0")
+		h.reconcile("ec-0")
+
+		p, m := h.pod("ec-0"), h.member("ec-0")
+		Expect(p).NotTo(BeNil(), "created without waiting for the deletion to reach the cache")
+		Expect(p.UID).NotTo(Equal(old.UID))
+		Expect(m.Status.PodUID).To(Equal(p.UID))
+		Expect(m.Status.Replacement.LastPodUID).To(Equal(old.UID))
+		Expect(m.Status.MemberID).To(Equal(before.Status.MemberID), "the same member")
+		Expect(p.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", before.Status.PVCName)))
+		Expect(h.events.with("ReplacingTerminalPod")).To(HaveLen(1))
+
+		By("the next reconcile still reads the deleted Pod from the cache")
+		h.cache.stalePodOnce = old
+		requests, _, _ := h.gate.count()
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0").UID).To(Equal(p.UID), "the successor is not touched")
+		again, _, _ := h.gate.count()
+		Expect(again).To(Equal(requests), "no second token asked")
+		Expect(h.member("ec-0").Status.Replacement.Total).To(Equal(int32(1)))
+		Expect(h.events.with("ReplacingTerminalPod")).To(HaveLen(1))
+	})
+
+	It("waits for the deletion event when the terminal Pod outlives its delete", func() {
+		h := newHarness("", 3)
+		terminalPodKind.fault(h)
+		old := h.pod("ec-0")
+		old.Finalizers = append(old.Finalizers, "test.etcdfleet.io/hold")
+		Expect(k8sClient.Update(context.Background(), old)).To(Succeed())
+		h.reconcile("ec-0")
+		p := h.pod("ec-0")
+		Expect(p.UID).To(Equal(old.UID))
+		Expect(p.DeletionTimestamp).NotTo(BeNil())
+
+		p.Finalizers = nil
+		Expect(k8sClient.Update(context.Background(), p)).To(Succeed())
+		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
+		h.reconcile("ec-0")
+		Expect(h.pod("ec-0")).NotTo(BeNil(), "created by the reconcile its deletion brings")
+		Expect(h.member("ec-0").Status.Replacement.Total).To(Equal(int32(1)))
+	})
 	It("tells the gate quorum is lost once a majority of the Pods is terminal, before the other members' statuses say so", func() {
 		h := newHarness("", 3)
 		h.setPod("ec-1", failed("Terminated"))
@@ -123,7 +168,7 @@ var _ = Describe("terminal-Pod replacement", func() {
 			h.setPod(n, failed("Terminated"))
 		}
 		h.reconcile("ec-1")
-		Expect(h.pod("ec-1")).To(BeNil(), "granted and deleted")
+		Expect(h.podReplaced("ec-1")).To(BeTrue(), "granted, deleted and recreated")
 		h.reconcile("ec-2")
 		Expect(h.gate.requests).To(HaveLen(2))
 		Expect(h.gate.requests[0].QuorumLost).To(BeTrue(), "none is up or coming: ec-1 restores quorum")
@@ -319,8 +364,7 @@ var _ = Describe("replacement caps", func() {
 		for i := 0; i < int(testPolicy.Cap); i++ {
 			terminalPodKind.fault(h)
 			h.reconcile("ec-0")
-			Expect(h.pod("ec-0")).To(BeNil())
-			h.reconcile("ec-0") // recreates the Pod
+			Expect(h.podReplaced("ec-0")).To(BeTrue())
 			h.now = h.now.Add(testPolicy.MaxBackoff)
 		}
 		terminalPodKind.fault(h)
@@ -336,7 +380,6 @@ var _ = Describe("replacement caps", func() {
 		for i := 0; i < int(testPolicy.Cap); i++ {
 			terminalPodKind.fault(h)
 			h.reconcile("ec-0")
-			h.reconcile("ec-0") // recreates the Pod
 			h.now = h.now.Add(testPolicy.MaxBackoff)
 		}
 		terminalPodKind.fault(h)
@@ -354,11 +397,10 @@ var _ = Describe("replacement caps", func() {
 			Expect(h.member("ec-0").Status.Replacement.ReplaceNowHandled).To(BeEmpty(), "a throttled try spends no value")
 		}
 		h.reconcile("ec-0")
-		Expect(h.pod("ec-0")).To(BeNil(), "granted: the one replacement the value allows")
+		Expect(h.podReplaced("ec-0")).To(BeTrue(), "granted: the one replacement the value allows")
 		Expect(h.member("ec-0").Status.Replacement.ReplaceNowHandled).To(Equal("try-1"))
 		Expect(h.gate.requests[len(h.gate.requests)-1].Action).To(Equal(gate.TerminalPodDelete))
 
-		h.reconcile("ec-0") // recreates the Pod
 		h.now = h.now.Add(testPolicy.MaxBackoff)
 		terminalPodKind.fault(h)
 		h.reconcile("ec-0")

@@ -1,11 +1,9 @@
 package etcdmember
 
 import (
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
@@ -21,10 +19,8 @@ var _ = Describe("the running version", func() {
 		Expect(h.member("ec-0").Status.Version).To(Equal("3.6.16"))
 		h.etcd.SetVersion("ec-0", "3.7.3")
 		h.setPod("ec-0", failed("Terminated"))
-		h.reconcile("ec-0") // deletes the terminal Pod
-		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
-		h.now = h.now.Add(time.Minute) // past the replacement backoff
-		h.reconcile("ec-0")            // creates the new Pod
+		h.reconcile("ec-0") // deletes the terminal Pod and creates the new one
+		Expect(h.podReplaced("ec-0")).To(BeTrue())
 		h.setPod("ec-0", running(true, 0))
 		h.reconcile("ec-0")
 		m := h.member("ec-0")
@@ -42,9 +38,7 @@ var _ = Describe("the running version", func() {
 		Expect(h.etcd.Warmed(url)).To(BeZero(), "a Pod whose version is known is not dialled when it stops being Ready")
 		h.setPod("ec-0", failed("Terminated"))
 		h.reconcile("ec-0")
-		Eventually(func() *corev1.Pod { return h.pod("ec-0") }).Should(BeNil())
-		h.now = h.now.Add(time.Minute)
-		h.reconcile("ec-0")
+		Expect(h.podReplaced("ec-0")).To(BeTrue())
 		warmed, asked := h.etcd.Warmed(url), h.etcd.StatusAsked("ec-0")
 		h.setPod("ec-0", running(false, 0))
 		h.reconcile("ec-0")

@@ -56,6 +56,14 @@ func (o Syncer) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, 
 	return component.Ensure(ctx, o.client, o.object(m))
 }
 
+// Recreate creates m's Pod without reading the cache first: the member
+// reconciler calls it right after deleting m's terminal Pod, which the
+// cache still holds until the deletion's watch event arrives. An
+// AlreadyExists error means the old Pod is not gone yet.
+func (o Syncer) Recreate(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, error) {
+	return component.Create(ctx, o.client, o.object(m))
+}
+
 // RepairRoleLabel keeps the role label of m's existing Pod in step with
 // status.isVoter, as Sync does, but never creates a Pod: nil when there is
 // none. The observe path uses it: a Pod that vanished since it was read
