@@ -103,14 +103,18 @@ var _ = Describe("ClientPool.Member", func() {
 				startEtcd(ctx, assetsDir)
 			}
 		})
-		Expect(status(ctx, lend(ctx, etcdTLS), 5*time.Second)).To(Succeed())
+		// A call's deadline is a new forward's dial, TLS and the call at
+		// the load of make test: 3 s missed once at load 25 (CI-J), with
+		// the connection dropped and dialled anew as it should be.
+		const within = 10 * time.Second
+		Expect(status(ctx, lend(ctx, etcdTLS), within)).To(Succeed())
 		stopEtcd()
 		startEtcd(ctx, assetsDir)
-		Expect(status(ctx, lend(ctx, etcdTLS), 3*time.Second)).To(Succeed(), "unused through the outage")
+		Expect(status(ctx, lend(ctx, etcdTLS), within)).To(Succeed(), "unused through the outage")
 
 		stopEtcd()
 		Expect(status(ctx, lend(ctx, etcdTLS), time.Second)).NotTo(Succeed())
 		startEtcd(ctx, assetsDir)
-		Expect(status(ctx, lend(ctx, etcdTLS), 3*time.Second)).To(Succeed(), "failed during the outage")
+		Expect(status(ctx, lend(ctx, etcdTLS), within)).To(Succeed(), "failed during the outage")
 	}, SpecTimeout(2*time.Minute))
 })
