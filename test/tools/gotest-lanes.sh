@@ -61,15 +61,17 @@ for job in "${sandboxOrder[@]}"; do
 done >> "$jobs"
 
 flags=("$@")
-export LANE_DIR=$dir
+export LANE_DIR=$dir LANE_START
+LANE_START=$(date +%s)
 # sandboxJob ARGS...: one go test; its output is printed whole once it
 # ends (under a lock, so that the two slots' outputs never interleave).
 sandboxJob() {
-	local out rc start=$SECONDS
+	local out rc start
+	start=$(date +%s)
 	out=$(mktemp -p "$LANE_DIR")
 	go test -p 1 "$@" >"$out" 2>&1
 	rc=$?
-	echo "sandbox lane: go test $*: $((SECONDS - start))s" >>"$out"
+	echo "sandbox lane: go test $*: $(($(date +%s) - start))s, from +$((start - LANE_START))s" >>"$out"
 	flock "$LANE_DIR/print.lock" cat "$out"
 	return $rc
 }
@@ -81,11 +83,13 @@ export -f sandboxJob
 	# shellcheck disable=SC2016 # expanded by the job's bash
 	xargs -P 2 -L 1 bash -c 'sandboxJob "$@"' _ "${flags[@]}" < "$jobs"
 	echo $? > "$dir/sandbox"
+	echo "sandbox lane: done at +$(($(date +%s) - LANE_START))s"
 ) &
 (
 	# shellcheck disable=SC2086 # the package list is words
 	nice -n "${LANE_NICE:-10}" go test "${flags[@]}" -p 1 $others 2>&1
 	echo $? > "$dir/others"
+	echo "other lane: done at +$(($(date +%s) - LANE_START))s"
 ) &
 wait
 rc=0
