@@ -20,12 +20,6 @@ TEST_ENV        = KUBEBUILDER_ASSETS="$$($(ASSETS_ENV) test/tools/assets.sh)" \
                   KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=90s HELM=$(HELM) \
                   SEAWEEDFS_BINARY="$$(test/tools/seaweedfs.sh)"
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
-# make test's processes (the test binaries and every apiserver, etcd and
-# controller manager their sandboxes start, which inherit it) collect
-# garbage at twice the default heap growth: the run is CPU-bound on 2
-# cores (load 20-30) and has memory to spare (peak below in README.md).
-# make bench keeps Go's default, since it reports memory.
-TEST_GOGC      ?= 200
 # CI shows the end of make test's output, where Ginkgo names a failed spec
 # but not why: the test target repeats each e2eutil.PrintFailures block
 # (its first FAILURE_LINES lines) last.
@@ -97,7 +91,7 @@ test: lint verify-generated $(HELM) ## Build or reuse the binaries, then run eve
 	@start=$$(date +%s); test/tools/seaweedfs.sh >/dev/null; \
 	  echo "seaweedfs: $$(( $$(date +%s) - start ))s"
 	@start=$$(date +%s); log=$$(mktemp); rc=0; \
-	  $(TEST_ENV) GOGC=$(TEST_GOGC) test/tools/gotest-lanes.sh $(GO_TEST_FLAGS) 2>&1 | tee $$log || rc=$$?; \
+	  $(TEST_ENV) test/tools/gotest-lanes.sh $(GO_TEST_FLAGS) 2>&1 | tee $$log || rc=$$?; \
 	  echo "tests: $$(( $$(date +%s) - start ))s"; \
 	  if [ $$rc -ne 0 ]; then echo "--- why the failed specs failed (e2eutil.PrintFailures; full output above) ---"; \
 	    grep -A$(FAILURE_LINES) '^FAILED: ' $$log | cut -c1-240 || true; fi; \

@@ -15,17 +15,19 @@
 # started third, and the shard specs ran alone after both lanes, 220 s of
 # a 2,004 s run (CI-H) with one slot idle.
 #
-# The other lane runs every other package, one at a time, beside it, at
-# nice LANE_NICE (default 10). Those start at most an envtest apiserver or
-# a small sandbox each, and the e2e suites leave a third to half of the
-# two cores idle while their specs wait on etcd, the limiter's pace or a
-# Job's backoff: in one lane, as `go test ./...` ran them (alphabetically,
-# the e2e suites last), the unit packages took about five minutes of the
-# run before the first suite started. The nice level gives the suites the
-# cores whenever they want them: at the same priority the two lanes kept
-# both cores 95-100 % busy, and a fleet spec's deletes, paced by the
-# limiter, reached the apiservers bunched (7 in 0.44 s against a bound of
-# 6.9).
+# The other lane runs every other package, LANE_OTHERS_P (default 2) at a
+# time, beside it, at nice LANE_NICE (default 10). Those start at most an
+# envtest apiserver or a small sandbox each, and the e2e suites leave a
+# third to half of the two cores idle while their specs wait on etcd, the
+# limiter's pace or a Job's backoff: in one lane, as `go test ./...` ran
+# them (alphabetically, the e2e suites last), the unit packages took about
+# five minutes of the run before the first suite started. The nice level
+# gives the suites the cores whenever they want them: at the same priority
+# the two lanes kept both cores 95-100 % busy, and a fleet spec's deletes,
+# paced by the limiter, reached the apiservers bunched (7 in 0.44 s
+# against a bound of 6.9). One package at a time, the other lane ended
+# last, 81 s after the sandbox lane, running its last packages alone on
+# an otherwise idle machine (CI-L).
 #
 # Arguments are go test flags for both lanes (not -p, which each lane
 # sets).
@@ -87,7 +89,7 @@ export -f sandboxJob
 ) &
 (
 	# shellcheck disable=SC2086 # the package list is words
-	nice -n "${LANE_NICE:-10}" go test "${flags[@]}" -p 1 $others 2>&1
+	nice -n "${LANE_NICE:-10}" go test "${flags[@]}" -p "${LANE_OTHERS_P:-2}" $others 2>&1
 	echo $? > "$dir/others"
 	echo "other lane: done at +$(($(date +%s) - LANE_START))s"
 ) &
