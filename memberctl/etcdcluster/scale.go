@@ -204,9 +204,15 @@ func (p *pass) scaleDown(ctx context.Context) (ctrl.Result, error) {
 
 // readyVoters counts the running members that are Ready and vote.
 func (p *pass) readyVoters() int32 {
+	return p.countReadyVoters(func(*v1alpha1.EtcdMember) bool { return true })
+}
+
+// countReadyVoters counts the running members that are Ready, vote, and
+// that keep accepts.
+func (p *pass) countReadyVoters(keep func(*v1alpha1.EtcdMember) bool) int32 {
 	n := int32(0)
 	for _, m := range p.members.running {
-		if isReady(m) && p.isVoter(m) {
+		if isReady(m) && p.isVoter(m) && keep(m) {
 			n++
 		}
 	}

@@ -160,7 +160,7 @@ func (p *pass) probe(ctx context.Context) {
 			return // paused, or every member is being replaced
 		}
 		dial = etcd.Select(deref(ms.running), "")
-		if !p.quorumReady() || !p.podsBackQuorum(ctx) {
+		if !p.podsBackQuorum(ctx) {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, leaderlessListTimeout)
 			defer cancel()
@@ -190,12 +190,6 @@ func (p *pass) probe(ctx context.Context) {
 // whether etcd answered or not.
 const leaderlessListTimeout = time.Second
 
-// quorumReady reports whether a quorum of the voters is Ready, as the
-// Available condition counts them (before this pass asked etcd).
-func (p *pass) quorumReady() bool {
-	return etcd.HasQuorum(int(p.readyVoters()), int(p.quorumBase()))
-}
-
 func (p *pass) quorumBase() int32 {
 	base := p.voterCount()
 	if o := p.ec.Status.Observed; o != nil {
@@ -205,30 +199,27 @@ func (p *pass) quorumBase() int32 {
 }
 
 // podsBackQuorum reports whether the Ready voters whose Pods the cache
-// does not show down still make a quorum. A member's Ready status lags
-// its Pod by the member reconciler's status write: after a node reboot the
-// first member to go not Ready wakes this reconciler while the others
+// does not show down make a quorum: a subset of the voters the Available
+// condition counts (readyVoters), against the same base, so it is false
+// whenever their readiness shows no quorum. A member's Ready status lags
+// its Pod by the member reconciler's status write: after a node reboot
+// the first member to go not Ready wakes this reconciler while the others
 // still say Ready over Pods that are Succeeded or Failed, and the probe
 // waited the whole list timeout (5 s) on them instead of
 // leaderlessListTimeout. A Pod the cache does not hold is not counted as
 // down: the status alone decides, as before.
 func (p *pass) podsBackQuorum(ctx context.Context) bool {
-	n := 0
-	for _, m := range p.members.running {
-		if isReady(m) && p.isVoter(m) && !podDown(ctx, p.cl.Client, m) {
-			n++
-		}
-	}
-	return etcd.HasQuorum(n, int(p.quorumBase()))
+	n := p.countReadyVoters(func(m *v1alpha1.EtcdMember) bool { return !podDown(ctx, p.cl.Client, m) })
+	return etcd.HasQuorum(int(n), int(p.quorumBase()))
 }
 
-// podDown reports whether r holds m's Pod and shows it stopped or not Ready.
+// podDown reports whether r holds m's Pod and shows it not serving.
 func podDown(ctx context.Context, r client.Reader, m *v1alpha1.EtcdMember) bool {
 	po := &corev1.Pod{}
 	if m.Status.PodName == "" || r.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Status.PodName}, po) != nil {
 		return false
 	}
-	return pod.IsTerminal(po) || !pod.IsReady(po)
+	return !pod.IsServing(po)
 }
 
 func (p *pass) memberList(ctx context.Context, dial []v1alpha1.EtcdMember) etcdView {

@@ -97,7 +97,7 @@ func (s *run) voterState(ctx context.Context, m *v1alpha1.EtcdMember) (voterStat
 	live := p != nil && p.DeletionTimestamp == nil && !pod.IsTerminal(p)
 	ready := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady)
 	switch {
-	case live && pod.IsReady(p) && ready != nil && ready.Status == metav1.ConditionTrue:
+	case p != nil && pod.IsServing(p) && ready != nil && ready.Status == metav1.ConditionTrue:
 		return voterUp, nil
 	case live, ready != nil && ready.Reason == v1alpha1.ReasonPodReplacing:
 		return voterComing, nil

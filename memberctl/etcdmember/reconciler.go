@@ -130,7 +130,7 @@ func (s *run) reconcile(ctx context.Context) (ctrl.Result, error) {
 			}
 			return s.replaceClaimLostMember(ctx)
 		}
-		return s.createPod(ctx, false)
+		return s.createPod(ctx, pod.Syncer.Sync)
 	}
 	if left, on, err := s.nodeLossLeft(ctx, p); err != nil || (on && left <= 0) {
 		if err != nil {
@@ -183,12 +183,17 @@ func (s *run) parent(ctx context.Context) (*v1alpha1.EtcdCluster, error) {
 	return ec, err
 }
 
-// createPod creates the PVC and the Pod, and records the new Pod's UID at
-// once: a memory member's pod-loss check depends on it. With afterDelete,
-// the Pod was deleted a moment ago by this reconcile, so the cache is not
-// asked whether it exists (it may still hold the old one); if the old
-// Pod is in fact still there, its deletion event brings the next reconcile.
-func (s *run) createPod(ctx context.Context, afterDelete bool) (ctrl.Result, error) {
+// podCreator is how createPod makes the Pod: pod.Syncer.Sync, or
+// pod.Syncer.Recreate right after this reconcile deleted the old one.
+type podCreator func(pod.Syncer, context.Context, *v1alpha1.EtcdMember) (*corev1.Pod, error)
+
+// createPod creates the PVC and the Pod with create, and records the new
+// Pod's UID at once: a memory member's pod-loss check depends on it.
+// Recreate does not ask the cache whether the Pod exists (it may still
+// hold the one just deleted); if the old Pod is in fact still there, it
+// creates nothing and the old Pod's deletion event brings the next
+// reconcile.
+func (s *run) createPod(ctx context.Context, create podCreator) (ctrl.Result, error) {
 	ec, err := s.parent(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -200,17 +205,13 @@ func (s *run) createPod(ctx context.Context, afterDelete bool) (ctrl.Result, err
 	opts.ClusterFormed = ec != nil && ec.Status.ClusterID != ""
 	log.FromContext(ctx).Info("Creating the member's Pod", "memory", isMemory(s.m), "memberID", s.m.Status.MemberID,
 		"resourceVersion", s.m.ResourceVersion)
-	create := pod.New(s.cl.Client, opts).Sync
-	if afterDelete {
-		create = pod.New(s.cl.Client, opts).Recreate
-	}
-	p, err := create(ctx, s.m)
-	if afterDelete && apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, nil
-	}
+	p, err := create(pod.New(s.cl.Client, opts), ctx, s.m)
 	if err != nil {
 		s.setReady(false, v1alpha1.ReasonWaitingForPod, "cannot create the Pod: "+err.Error())
 		return ctrl.Result{}, firstErr(err, s.writeStatus(ctx))
+	}
+	if p == nil {
+		return ctrl.Result{}, nil // Recreate: the old Pod outlives its delete
 	}
 	s.m.Status.PodName, s.m.Status.PodUID = p.Name, p.UID
 	s.m.Status.Version = "" // read from the new Pod's etcd once it is ready

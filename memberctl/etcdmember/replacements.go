@@ -65,7 +65,7 @@ func (s *run) recreateTerminalPod(ctx context.Context) (ctrl.Result, error) {
 	if lost, err := s.claimLost(ctx); err != nil || lost {
 		return ctrl.Result{}, err
 	}
-	return s.createPod(ctx, true)
+	return s.createPod(ctx, pod.Syncer.Recreate)
 }
 
 // deletedByUs reports whether p is the Pod that m's last replacement

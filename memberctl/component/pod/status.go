@@ -42,6 +42,13 @@ func IsShutdownTermination(p *corev1.Pod) bool {
 // IsReady reports whether p's Ready condition is True.
 func IsReady(p *corev1.Pod) bool { return conditionTrue(p, corev1.PodReady) }
 
+// IsServing reports whether p is up: Ready, not stopped for good and not
+// being deleted. A Pod's status lags neither its deletion nor its stop,
+// while its member's Ready status lags both by a reconcile.
+func IsServing(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && !IsTerminal(p) && IsReady(p)
+}
+
 // OwnedBy reports whether p's controller ownerRef has the given UID.
 func OwnedBy(p *corev1.Pod, uid types.UID) bool { return component.ControlledBy(p, uid) }
 

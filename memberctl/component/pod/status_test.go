@@ -61,6 +61,30 @@ func TestIsShutdownTerminationAndReady(t *testing.T) {
 	}
 }
 
+func TestIsServing(t *testing.T) {
+	ready := func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"running and ready": {podWith(ready), true},
+		"not ready":         {podWith(func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }), false},
+		// A stopped Pod's last Ready condition may still say True: the
+		// kubelet writes the phase and the condition in one status update,
+		// and a node that shuts down may not write the condition at all.
+		"succeeded, ready left over": {podWith(func(p *corev1.Pod) { ready(p); p.Status.Phase = corev1.PodSucceeded }), false},
+		"failed, ready left over":    {podWith(func(p *corev1.Pod) { ready(p); p.Status.Phase = corev1.PodFailed }), false},
+		"being deleted":              {podWith(func(p *corev1.Pod) { ready(p); p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), false},
+	} {
+		if got := IsServing(tc.pod); got != tc.want {
+			t.Errorf("%s: IsServing=%v", name, got)
+		}
+	}
+}
+
 func TestOwnedBy(t *testing.T) {
 	ref := func(uid types.UID, controller bool) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {

@@ -58,10 +58,16 @@ func (o Syncer) Sync(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, 
 
 // Recreate creates m's Pod without reading the cache first: the member
 // reconciler calls it right after deleting m's terminal Pod, which the
-// cache still holds until the deletion's watch event arrives. An
-// AlreadyExists error means the old Pod is not gone yet.
+// cache still holds until the deletion's watch event arrives. It returns
+// nil and no error when a Pod of that name still exists: the old Pod is
+// not gone yet (a finalizer), and its deletion event brings the next
+// reconcile.
 func (o Syncer) Recreate(ctx context.Context, m *v1alpha1.EtcdMember) (*corev1.Pod, error) {
-	return component.Create(ctx, o.client, o.object(m))
+	p, err := component.Create(ctx, o.client, o.object(m))
+	if apierrors.IsAlreadyExists(err) {
+		return nil, nil
+	}
+	return p, err
 }
 
 // RepairRoleLabel keeps the role label of m's existing Pod in step with
