@@ -48,6 +48,9 @@ type conn struct {
 	// so a retry in between would otherwise open a new gate and send its
 	// pre-flight to a cluster whose fence another replica may hold.
 	quiescedOwn context.Context
+	// retired: the Secret was removed (Provider.remove); an attempt begun
+	// after that gets a closed gate.
+	retired bool
 }
 
 // session is one engagement of a cluster; ctx is its engagement context.
@@ -130,7 +133,7 @@ func (c *conn) begin(own context.Context) (secretSpec, context.Context, context.
 	}
 	c.gate = newQuiesceGate()
 	c.gateStop = context.AfterFunc(own, c.gate.close)
-	if own == c.quiescedOwn {
+	if own == c.quiescedOwn || c.retired {
 		c.gate.close()
 	}
 	fresh := spec.hash != c.lastHash && spec.invalid == ""

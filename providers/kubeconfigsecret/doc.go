@@ -174,6 +174,11 @@
 // client of a connection sends through a gate that closes when the
 // ownership ends, or earlier at Provider.Quiesce, which also waits for the
 // requests in flight: a coordinator calls it before giving up a fence.
+// Those include a removed Secret's connection, whose gate is kept until
+// nothing is in flight through it, and a request that its context
+// abandoned, which counts for a second more since its bytes may already
+// be on the wire (the fence e2e saw such pre-flight requests reach the
+// workload apiserver after the release).
 // Quiesce holds for the rest of that ownership: an attempt retried after
 // it (a pre-flight that failed, a new kubeconfig) begins with a closed
 // gate, or waits for the next ownership, because the coordinator ends the

@@ -49,11 +49,16 @@ type Provider struct {
 	runCtx       context.Context
 	wg           sync.WaitGroup
 
-	mu       sync.Mutex
-	conns    map[string]*conn         // by Secret name: one owner goroutine each
-	states   map[string]*ClusterState // by Secret name, same keys as conns
-	active   map[string]*session      // engaged clusters, for Get
-	owners   map[string]string        // Secret name by cluster identity (claim)
+	mu     sync.Mutex
+	conns  map[string]*conn         // by Secret name: one owner goroutine each
+	states map[string]*ClusterState // by Secret name, same keys as conns
+	active map[string]*session      // engaged clusters, for Get
+	owners map[string]string        // Secret name by cluster identity (claim)
+	// retired holds the gates of removed connections until nothing is in
+	// flight through them, so that Quiesce still waits for those requests:
+	// a Secret's removal ends the ownership, and the coordinator releases
+	// the fence only after Quiesce.
+	retired  map[string][]*quiesceGate
 	indexers []index
 }
 
@@ -97,6 +102,7 @@ func New(opts Options) (*Provider, error) {
 		states:       map[string]*ClusterState{},
 		active:       map[string]*session{},
 		owners:       map[string]string{},
+		retired:      map[string][]*quiesceGate{},
 	}, nil
 }
 
@@ -284,6 +290,7 @@ func (p *Provider) remove(name, why string) {
 	}
 	released := p.release(name, "")
 	setClusterCounts(p.opts.Namespace, p.states)
+	p.retireLocked(name, c.retire())
 	p.mu.Unlock()
 	c.cancel()
 	forgetRights(p.opts.Namespace, name)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
+	"time"
 )
 
 // ErrQuiesced is the error of a request to a workload cluster after its
@@ -27,14 +29,27 @@ type quiesceGate struct {
 
 func newQuiesceGate() *quiesceGate { return &quiesceGate{idle: make(chan struct{})} }
 
+// abandonedGrace is how long a request that its context abandoned counts
+// as in flight after it returned. Its bytes may be on the wire already,
+// and the apiserver received such requests up to 66 ms after the fence
+// release that the early return let through (the fence e2e, at load 25);
+// a second covers that with room, and delays only releases that cancel
+// requests midway.
+const abandonedGrace = time.Second
+
 // wrap admits each request only while the gate is open.
 func (g *quiesceGate) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 		if !g.enter() {
 			return nil, ErrQuiesced
 		}
-		defer g.leave()
-		return rt.RoundTrip(r)
+		resp, err := rt.RoundTrip(r)
+		if err != nil && r.Context().Err() != nil {
+			time.AfterFunc(abandonedGrace, g.leave)
+			return resp, err
+		}
+		g.leave()
+		return resp, err
 	})
 }
 
@@ -101,7 +116,13 @@ func (g *quiesceGate) drain(ctx context.Context) error {
 func (p *Provider) Quiesce(ctx context.Context, name string) error {
 	p.mu.Lock()
 	c := p.conns[name]
+	retired := slices.Clone(p.retired[name])
 	p.mu.Unlock()
+	for _, g := range retired {
+		if err := g.drain(ctx); err != nil {
+			return err
+		}
+	}
 	if c == nil {
 		return nil
 	}
@@ -125,4 +146,35 @@ func (c *conn) quiesced(own context.Context) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return own == c.quiescedOwn
+}
+
+// retire closes the gate of a connection being removed, and the gates of
+// attempts it begins later (begin), and returns the current one (nil if
+// it never began one).
+func (c *conn) retire() *quiesceGate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retired = true
+	if c.gate != nil {
+		c.gate.close()
+	}
+	return c.gate
+}
+
+// retireLocked keeps g among the retired gates of name until nothing is in
+// flight through it. Called with p.mu held.
+func (p *Provider) retireLocked(name string, g *quiesceGate) {
+	if g == nil {
+		return
+	}
+	p.retired[name] = append(p.retired[name], g)
+	go func() {
+		<-g.idle
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.retired[name] = slices.DeleteFunc(p.retired[name], func(r *quiesceGate) bool { return r == g })
+		if len(p.retired[name]) == 0 {
+			delete(p.retired, name)
+		}
+	}()
 }

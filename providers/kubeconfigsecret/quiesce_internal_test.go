@@ -83,3 +83,86 @@ func TestQuiesceGivesUpAtItsDeadline(t *testing.T) {
 	}
 	g.leave()
 }
+
+// TestQuiesceCountsAnAbandonedRequestAWhile checks that a request whose
+// context ended while the server held it keeps drain waiting for
+// abandonedGrace: its bytes may be on the wire, and the apiserver may
+// receive it after the caller gave up (the fence e2e saw preflight
+// requests arrive after a fence release that way).
+func TestQuiesceCountsAnAbandonedRequestAWhile(t *testing.T) {
+	hold := make(chan struct{})
+	var received atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
+	g := newQuiesceGate()
+	hc := &http.Client{Transport: g.wrap(http.DefaultTransport)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		_, err := hc.Do(req)
+		done <- err
+	}()
+	for received.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the abandoned request: got %v, want context.Canceled", err)
+	}
+	abandoned := time.Now()
+	if err := g.drain(context.Background()); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if waited := time.Since(abandoned); waited < abandonedGrace/2 {
+		t.Fatalf("drain returned %s after the request was abandoned, want about %s", waited, abandonedGrace)
+	}
+}
+
+// TestQuiesceWaitsForARemovedConnection checks that Quiesce still finds
+// the requests of a connection whose Secret was removed: the removal ends
+// the ownership, and the fence is released right after Quiesce returns.
+func TestQuiesceWaitsForARemovedConnection(t *testing.T) {
+	p := &Provider{conns: map[string]*conn{}, retired: map[string][]*quiesceGate{}}
+	c := &conn{p: p, name: "gone", gate: newQuiesceGate()}
+	if !c.gate.enter() {
+		t.Fatal("an open gate refused a request")
+	}
+	p.mu.Lock()
+	p.retireLocked(c.name, c.retire())
+	p.mu.Unlock()
+	if c.gate.enter() {
+		t.Fatal("a retired connection's gate admitted a request")
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- p.Quiesce(context.Background(), "gone") }()
+	select {
+	case err := <-drained:
+		t.Fatalf("Quiesce returned (%v) while the removed connection had a request in flight", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	c.gate.leave()
+	if err := <-drained; err != nil {
+		t.Fatalf("Quiesce: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		n := len(p.retired)
+		p.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an idle retired gate was kept")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
