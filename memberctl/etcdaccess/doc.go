@@ -66,7 +66,12 @@
 // Per-stream errors never touch the shared connection. That is why
 // client-go's PortForwarder is not used: it closes the whole session on the
 // first error-stream message, so one refused dial during a member restart
-// would break every other connection to that Pod.
+// would break every other connection to that Pod. The one exception is a
+// stream pair left unanswered for StreamTimeout: the connection is closed
+// and the next dial upgrades a new one (discard). The kubelet's SPDY
+// library hands frames to streams from five workers per connection, and a
+// data frame nothing reads on its side blocks one of them for good, and
+// with it the creation of a fifth of the connection's later streams.
 //
 // Every wait is bounded: the upgrade by UpgradeTimeout (httpstream's Dial
 // takes no context, so the request carries one and callers select on

@@ -20,6 +20,9 @@ import (
 // ErrDialerClosed is returned by DialPod after Close.
 var ErrDialerClosed = errors.New("port-forward dialer is closed")
 
+// errNoStreamReply: a stream pair was not answered within StreamTimeout.
+var errNoStreamReply = errors.New("no reply from the kubelet")
+
 // PortForwardOptions tunes a PortForwardDialer. Zero values take defaults.
 type PortForwardOptions struct {
 	// UpgradeTimeout bounds one SPDY upgrade through the apiserver: TCP and
@@ -119,11 +122,36 @@ func (d *PortForwardDialer) DialPod(ctx context.Context, namespace, pod string, 
 			return c, nil
 		}
 		d.release(pc)
+		if errors.Is(err, errNoStreamReply) {
+			d.discard(pc)
+			break
+		}
 		if !isClosed(pc.conn) || ctx.Err() != nil {
 			break
 		}
 	}
 	return nil, err
+}
+
+// discard closes a connection that left a stream pair unanswered, so that
+// the next dial upgrades a new one. The kubelet's SPDY library hands each
+// frame to its stream from one of five workers per connection, and a
+// frame that nothing on its side reads (a data frame after the forward's
+// target went away) blocks that worker for good, and with it the creation
+// of every later stream whose ID falls on it: a fifth of the dials would
+// each wait StreamTimeout, for as long as the connection is kept busy. The
+// other forwards on it are reset, and their clients dial again.
+func (d *PortForwardDialer) discard(pc *podConn) {
+	d.mu.Lock()
+	if d.pods[pc.key] == pc {
+		delete(d.pods, pc.key)
+	}
+	if pc.idle != nil {
+		pc.idle.Stop()
+		pc.idle = nil
+	}
+	d.mu.Unlock()
+	_ = pc.conn.Close()
 }
 
 // acquire returns the Pod's live connection with one stream reserved on it,

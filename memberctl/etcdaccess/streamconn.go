@@ -60,7 +60,7 @@ func (d *PortForwardDialer) openStreams(ctx context.Context, pc *podConn, namesp
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
-		err = fmt.Errorf("no reply from the kubelet within %s", d.opts.StreamTimeout)
+		err = fmt.Errorf("%w within %s", errNoStreamReply, d.opts.StreamTimeout)
 	case <-pc.conn.CloseChan():
 		err = errors.New("connection closed")
 	}

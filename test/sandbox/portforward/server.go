@@ -208,6 +208,16 @@ func (f forwarder) PortForward(_ context.Context, name, _ string, port int32, st
 		_, _ = io.Copy(target, stream)
 		done <- struct{}{}
 		_ = target.Close() // wakes the other copy too
+		// Go on reading what the client still sends until it closes or
+		// resets the stream, or the session ends. spdystream hands each
+		// data frame to its stream's reader from one of five frame
+		// workers per session, and a frame nobody reads blocks that
+		// worker for good, with every later frame of a fifth of the
+		// session's streams: their creation, data and resets. A client
+		// that wrote once more after its target went away (etcd killed
+		// under a gRPC connection) then found new forwards never answered,
+		// and Close waited for the blocked session forever (CI-O).
+		_, _ = io.Copy(io.Discard, stream)
 	}()
 	s.wg.Add(1)
 	go func() {

@@ -1,6 +1,7 @@
 package portforward_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -65,6 +66,32 @@ var _ = Describe("Server", func() {
 		Expect(echo.accepted).To(Receive(&target))
 		Expect(target.Close()).To(Succeed())
 		expectEnded(d)
+	})
+
+	// A gRPC client writes once more (a ping, a GOAWAY) before it sees
+	// the end of a stream whose target went away. Each data frame is
+	// handed to its stream's reader by one of five frame workers per
+	// session; unread, it would block that worker and every later stream
+	// whose ID falls on it (stream IDs step by 2, so the pairs below
+	// cover all five).
+	It("keeps serving the session after the client wrote to a forward whose target went away", func() {
+		conn, err := spdyDial("echo")
+		Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		_, d := openPair(conn, echoPort, 1)
+		roundTrip(d, "ping")
+		var target net.Conn
+		Expect(echo.accepted).To(Receive(&target))
+		Expect(target.Close()).To(Succeed())
+		expectEnded(d)
+		for range 3 {
+			_, _ = d.Write([]byte("late"))
+		}
+		for id := 2; id <= 6; id++ {
+			_, d := openPair(conn, echoPort, id)
+			roundTrip(d, fmt.Sprintf("forward %d", id))
+			Expect(d.Reset()).To(Succeed())
+		}
 	})
 
 	It("closes the target when the client resets its stream", func() {
