@@ -6,8 +6,10 @@
 #   test/tools/gotest-lanes.sh -count=1 -timeout 40m
 #
 # The sandbox lane runs the packages that each start a sandbox fleet
-# (test/e2e/..., test/sandbox), and the fleet suite's shard specs, which
-# need a sandbox of their own (make test-e2e-shard), two at a time: on 2
+# (test/e2e/..., test/sandbox), the fleet suite's shard specs, which need
+# a sandbox of their own (make test-e2e-shard), and the provider's suite
+# (three envtest apiservers, the longest of the rest: with it the other
+# lane ended last, 95 s after this one, in CI-P), two at a time: on 2
 # cores, a third would slow the specs whose bounds are timed. It takes
 # them longest first (sandboxOrder), one go test each, so that the two
 # that run last are short and neither slot idles long while the other
@@ -37,18 +39,19 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 
 # sandboxOrder: the sandbox jobs, longest first, as fresh-clone CI runs
-# timed them (CI-H, 2026-12-07, seconds): fleet 740, memberctl 564, pacing
-# 473, recovery 431, faults 297, etcddata 250, sandbox 222, the shard
-# specs 220, totalloss 146, lincheck 7, e2eutil 0.2. A sandbox package
+# timed them (CI-P, 2026-12-07, seconds): fleet 491, recovery 460,
+# memberctl 435, pacing 432, the shard specs 341, faults 300, etcddata
+# 270, sandbox 263, totalloss 241, the provider 135 (in the other lane),
+# lincheck 18, e2eutil 9. A sandbox package
 # missing here runs first: its length is unknown, and a long one run last
 # would leave a slot idle the longest.
 shardJob="./test/e2e/fleet -ginkgo.label-filter=shard"
-sandboxOrder=(./test/e2e/fleet ./test/e2e/memberctl ./test/e2e/pacing ./test/e2e/recovery
-	./test/e2e/faults ./test/e2e/etcddata ./test/sandbox "$shardJob" ./test/e2e/totalloss
-	./test/e2e/lincheck ./test/e2e/e2eutil)
+sandboxOrder=(./test/e2e/fleet ./test/e2e/recovery ./test/e2e/memberctl ./test/e2e/pacing
+	"$shardJob" ./test/e2e/faults ./test/e2e/etcddata ./test/sandbox ./test/e2e/totalloss
+	./providers/kubeconfigsecret ./test/e2e/lincheck ./test/e2e/e2eutil)
 
 mod=$(go list -m) || exit 1
-sandbox=$(go list ./test/e2e/... ./test/sandbox) || exit 1
+sandbox=$(go list ./test/e2e/... ./test/sandbox ./providers/kubeconfigsecret) || exit 1
 others=$(go list ./... | grep -vxF "$sandbox") || exit 1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcdfleet/etcdfleet/memberctl/api/v1alpha1"
 	"github.com/etcdfleet/etcdfleet/test/e2e/e2eutil"
@@ -26,7 +27,9 @@ var _ = Describe("server-side encryption", func() {
 		e := e2eutil.ConnectEtcd(ctx, sb.Cluster(w).Config, wc[w], etcdNS, etcdName)
 		Eventually(func() error { _, err := e.Put(ctx, ssePrefix+w, w); return err }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		e.Close()
-		backup := &v1alpha1.BackupSpec{Cron: "* * * * *",
+		// The shortest interval, not a cron: the first round comes within
+		// 10 s, not at the next minute (up to 60 s of the suite).
+		backup := &v1alpha1.BackupSpec{Interval: &metav1.Duration{Duration: 10 * time.Second},
 			Location: v1alpha1.SnapshotLocation{S3: &v1alpha1.S3Location{Endpoint: s3.Endpoint, Bucket: bucket, Key: ssePrefix,
 				CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3"},
 				ServerSideEncryption: &v1alpha1.ServerSideEncryption{Type: v1alpha1.SSES3}}}}
