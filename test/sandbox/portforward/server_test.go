@@ -60,12 +60,7 @@ var _ = Describe("Server", func() {
 		conn, err := spdyDial("echo")
 		Expect(err).NotTo(HaveOccurred())
 		defer conn.Close()
-		_, d := openPair(conn, echoPort, 1)
-		roundTrip(d, "ping")
-		var target net.Conn
-		Expect(echo.accepted).To(Receive(&target))
-		Expect(target.Close()).To(Succeed())
-		expectEnded(d)
+		forwardToClosedTarget(conn)
 	})
 
 	// A gRPC client writes once more (a ping, a GOAWAY) before it sees
@@ -78,12 +73,7 @@ var _ = Describe("Server", func() {
 		conn, err := spdyDial("echo")
 		Expect(err).NotTo(HaveOccurred())
 		defer conn.Close()
-		_, d := openPair(conn, echoPort, 1)
-		roundTrip(d, "ping")
-		var target net.Conn
-		Expect(echo.accepted).To(Receive(&target))
-		Expect(target.Close()).To(Succeed())
-		expectEnded(d)
+		d := forwardToClosedTarget(conn)
 		for range 3 {
 			_, _ = d.Write([]byte("late"))
 		}
@@ -128,6 +118,19 @@ var _ = Describe("Server", func() {
 			Should(BeNumerically("<=", base+2), goroutineDump)
 	})
 })
+
+// forwardToClosedTarget opens forward 1 on conn, closes its target at the
+// echo server, and returns its data stream once the client sees it end.
+func forwardToClosedTarget(conn httpstream.Connection) httpstream.Stream {
+	GinkgoHelper()
+	_, d := openPair(conn, echoPort, 1)
+	roundTrip(d, "ping")
+	var target net.Conn
+	Expect(echo.accepted).To(Receive(&target))
+	Expect(target.Close()).To(Succeed())
+	expectEnded(d)
+	return d
+}
 
 func pfURL(pod string) *url.URL {
 	return cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(testNS).
